@@ -1,0 +1,3 @@
+//! Benchmark placeholder.
+
+fn main() {}

@@ -1,0 +1,134 @@
+//! Macroflows: flows that share one congestion state (cm-implementation-linux
+//! §2): one controller, one RTT estimator, one shaper, one scheduler.
+
+use std::collections::VecDeque;
+
+use crate::controller::{AnyController, Controller};
+use crate::flow::{FlowId, MacroflowKey};
+use crate::rtt::RttEstimator;
+use crate::scheduler::AnyScheduler;
+use crate::shaper::Shaper;
+use crate::time::Instant;
+use crate::units::Bytes;
+
+/// Exponential-aging state while feedback is missing (sigcomm1999 §4.4).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AgingState {
+    /// Halvings taken so far.
+    pub steps: u32,
+    /// When the next halving is due.
+    pub next: Instant,
+}
+
+/// Recent loss fraction, weighted by bytes over about eight windows.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LossEstimator {
+    sent: f64,
+    lost: f64,
+}
+
+impl LossEstimator {
+    pub fn on_feedback(&mut self, nsent: Bytes, lost: Bytes, window: Bytes) {
+        if nsent.0 == 0 {
+            return;
+        }
+        let horizon = (window.0 as f64 * 8.0).max(1.0);
+        let keep = (1.0 - nsent.0 as f64 / horizon).max(0.0);
+        self.sent = self.sent * keep + nsent.0 as f64;
+        self.lost = self.lost * keep + lost.0 as f64;
+    }
+
+    pub fn fraction(&self) -> Option<f64> {
+        (self.sent > 0.0).then(|| (self.lost / self.sent).clamp(0.0, 1.0))
+    }
+}
+
+/// A grant's expiry, queued per macroflow in grant order.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Expiry {
+    pub deadline: Instant,
+    pub flow: FlowId,
+    pub seq: u64,
+}
+
+/// The shared state of a group of flows.
+#[derive(Clone, Debug)]
+pub(crate) struct Macroflow {
+    /// The default-aggregation key, `None` for macroflows made by `set_macroflow`.
+    pub key: Option<MacroflowKey>,
+    pub controller: AnyController,
+    pub rtt: RttEstimator,
+    pub shaper: Shaper,
+    pub scheduler: AnyScheduler,
+    pub mtu: Bytes,
+    pub flows: Vec<FlowId>,
+    pub total_weight: u64,
+    /// Flows subscribed to rate updates.
+    pub subscribers: Vec<FlowId>,
+    /// Bytes notified as sent and not yet resolved by feedback.
+    pub in_flight: Bytes,
+    /// Bytes granted and not yet notified.
+    pub reserved: Bytes,
+    pub expiry: VecDeque<Expiry>,
+    /// Last feedback, or the start of the current flight if none since.
+    pub feedback_clock: Instant,
+    pub aging: Option<AgingState>,
+    /// Since when nothing was in flight, granted or requested.
+    pub idle_since: Option<Instant>,
+    /// Since when the macroflow has had no flows.
+    pub empty_since: Option<Instant>,
+    /// The wake-up time registered in the timer heap.
+    pub armed: Option<Instant>,
+    pub loss: LossEstimator,
+    pub created: Instant,
+}
+
+impl Macroflow {
+    pub fn new(
+        now: Instant,
+        key: Option<MacroflowKey>,
+        controller: AnyController,
+        scheduler: AnyScheduler,
+        shaper: Shaper,
+        mtu: Bytes,
+    ) -> Self {
+        Macroflow {
+            key,
+            controller,
+            rtt: RttEstimator::new(),
+            shaper,
+            scheduler,
+            mtu,
+            flows: Vec::new(),
+            total_weight: 0,
+            subscribers: Vec::new(),
+            in_flight: Bytes::ZERO,
+            reserved: Bytes::ZERO,
+            expiry: VecDeque::new(),
+            feedback_clock: now,
+            aging: None,
+            idle_since: Some(now),
+            empty_since: Some(now),
+            armed: None,
+            loss: LossEstimator::default(),
+            created: now,
+        }
+    }
+
+    /// Whether nothing is in flight, granted or waiting.
+    pub fn is_idle(&self) -> bool {
+        self.in_flight == Bytes::ZERO && self.reserved == Bytes::ZERO && self.scheduler_empty()
+    }
+
+    fn scheduler_empty(&self) -> bool {
+        use crate::scheduler::Scheduler;
+        self.scheduler.is_empty()
+    }
+
+    /// Room in the window for new grants (closed-loop mode).
+    pub fn window_space(&self) -> Bytes {
+        self.controller
+            .window()
+            .saturating_sub(self.in_flight + self.reserved)
+    }
+}

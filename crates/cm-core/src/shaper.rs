@@ -1,0 +1,167 @@
+//! The rate shaper: grants are released at about window / srtt so a
+//! macroflow does not burst its window into the bottleneck queue
+//! (sigcomm1999 §4.1, "a window-based scheme that modulates transmissions
+//! using a rate-based traffic shaper to reduce bursts").
+//!
+//! A token bucket that may go into debt: a grant is allowed whenever the
+//! bucket is not in debt, and its bytes are then taken, so grants of any size
+//! work and the long-run rate is exact. Tokens are kept in byte-microseconds
+//! so no fraction of a byte is ever lost to rounding.
+
+use crate::time::{Duration, Instant};
+use crate::units::{Bytes, Rate};
+
+const US_PER_SEC: i128 = 1_000_000;
+
+/// A token-bucket pacer for one macroflow.
+#[derive(Clone, Debug)]
+pub struct Shaper {
+    /// Tokens in byte-microseconds (bytes * 1e6); negative is debt.
+    tokens: i128,
+    last: Instant,
+    burst_time: Duration,
+}
+
+impl Shaper {
+    /// A shaper whose bucket holds `max(2 MTU, rate * burst_time)`.
+    pub fn new(now: Instant, burst_time: Duration) -> Self {
+        Shaper {
+            tokens: 0,
+            last: now,
+            burst_time,
+        }
+    }
+
+    fn depth(&self, rate: Rate, mtu: Bytes) -> i128 {
+        let burst = rate.bytes_in(self.burst_time).max(Bytes(2 * mtu.0));
+        i128::from(burst.0) * US_PER_SEC
+    }
+
+    /// Accrue tokens at `rate` since the last call. `None` means unpaced
+    /// (no RTT estimate yet): the bucket fills up.
+    pub fn refill(&mut self, now: Instant, rate: Option<Rate>, mtu: Bytes) {
+        let elapsed = now.saturating_since(self.last).as_micros();
+        self.last = self.last.max(now);
+        let Some(rate) = rate else {
+            self.tokens = self.tokens.max(0).max(self.depth(Rate::ZERO, mtu));
+            return;
+        };
+        let depth = self.depth(rate, mtu);
+        let add = i128::from(rate.bytes_per_sec()) * i128::from(elapsed);
+        self.tokens = self.tokens.saturating_add(add).min(depth);
+    }
+
+    /// Whether a grant may be released now (call [`Shaper::refill`] first).
+    pub fn allows(&self) -> bool {
+        self.tokens >= 0
+    }
+
+    /// Take `bytes` for a grant (may leave the bucket in debt).
+    pub fn consume(&mut self, bytes: Bytes) {
+        self.tokens = self.tokens.saturating_sub(i128::from(bytes.0) * US_PER_SEC);
+    }
+
+    /// Return `bytes` of an unused grant.
+    pub fn refund(&mut self, bytes: Bytes, rate: Option<Rate>, mtu: Bytes) {
+        let depth = self.depth(rate.unwrap_or(Rate::ZERO), mtu);
+        self.tokens = (self.tokens + i128::from(bytes.0) * US_PER_SEC).min(depth);
+    }
+
+    /// When the bucket is out of debt at `rate`; `None` if it never will be
+    /// (rate zero) and `Some(now)` if it already is.
+    pub fn next_release(&self, now: Instant, rate: Option<Rate>) -> Option<Instant> {
+        if self.tokens >= 0 {
+            return Some(now);
+        }
+        let Some(rate) = rate else { return Some(now) };
+        let r = i128::from(rate.bytes_per_sec());
+        if r == 0 {
+            return None;
+        }
+        let debt = -self.tokens;
+        let us = (debt + r - 1) / r;
+        let us = u64::try_from(us).unwrap_or(u64::MAX);
+        Some(self.last.saturating_add(Duration::from_micros(us)))
+    }
+
+    /// Bytes of credit currently in the bucket (negative: debt).
+    pub fn credit(&self) -> i64 {
+        i64::try_from(self.tokens / US_PER_SEC).unwrap_or(if self.tokens < 0 {
+            i64::MIN
+        } else {
+            i64::MAX
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MTU: Bytes = Bytes(1000);
+
+    #[test]
+    fn paces_at_the_given_rate_after_a_small_burst() {
+        // 100 kB/s = one 1000-byte grant per 10 ms.
+        let rate = Some(Rate::from_bytes_per_sec(100_000));
+        let mut s = Shaper::new(Instant::ZERO, Duration::from_millis(1));
+        let mut now = Instant::from_micros(1_000_000);
+        let mut grants = Vec::new();
+        while now < Instant::from_micros(2_000_000) {
+            s.refill(now, rate, MTU);
+            if s.allows() {
+                s.consume(MTU);
+                grants.push(now);
+            } else {
+                now = s
+                    .next_release(now, rate)
+                    .unwrap()
+                    .max(now + Duration::from_micros(1));
+                continue;
+            }
+        }
+        // burst of 2 MTU (bucket) plus 1 s at 100 grants/s
+        assert!(
+            (100..=103).contains(&grants.len()),
+            "{} grants",
+            grants.len()
+        );
+        let gaps: Vec<u64> = grants
+            .windows(2)
+            .skip(3)
+            .map(|w| (w[1] - w[0]).as_micros())
+            .collect();
+        assert!(
+            gaps.iter().all(|&g| g == 10_000),
+            "steady gaps of 10ms: {gaps:?}"
+        );
+    }
+
+    #[test]
+    fn unpaced_without_rate_estimate() {
+        let mut s = Shaper::new(Instant::ZERO, Duration::from_millis(1));
+        s.refill(Instant::ZERO, None, MTU);
+        assert!(s.allows());
+        s.consume(MTU);
+        s.consume(MTU);
+        s.consume(MTU);
+        assert_eq!(s.next_release(Instant::ZERO, None), Some(Instant::ZERO));
+    }
+
+    #[test]
+    fn zero_rate_never_releases() {
+        let mut s = Shaper::new(Instant::ZERO, Duration::from_millis(1));
+        s.consume(MTU);
+        assert_eq!(s.next_release(Instant::ZERO, Some(Rate::ZERO)), None);
+    }
+
+    #[test]
+    fn refund_returns_unused_grant() {
+        let rate = Some(Rate::from_bytes_per_sec(1000));
+        let mut s = Shaper::new(Instant::ZERO, Duration::from_millis(1));
+        s.consume(MTU);
+        assert!(!s.allows());
+        s.refund(MTU, rate, MTU);
+        assert!(s.allows());
+    }
+}

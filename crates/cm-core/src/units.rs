@@ -1,0 +1,178 @@
+//! Units as types: byte counts and rates.
+//!
+//! Internally rates are bytes per second (DESIGN.md "Units are types"); the
+//! RFC 3124 `cmapp_update` rate is bits per second, see [`Rate::bits_per_sec`].
+
+use core::fmt;
+use core::ops::{Add, AddAssign, Sub};
+
+use crate::time::Duration;
+
+/// A number of bytes (a window, a grant, bytes in flight).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Bytes(pub u64);
+
+impl Bytes {
+    /// Zero bytes.
+    pub const ZERO: Bytes = Bytes(0);
+
+    /// The count as a `u64`.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+
+    /// `self + rhs`, or `None` on overflow.
+    pub fn checked_add(self, rhs: Bytes) -> Option<Bytes> {
+        self.0.checked_add(rhs.0).map(Bytes)
+    }
+
+    /// `self - rhs`, floored at zero.
+    pub fn saturating_sub(self, rhs: Bytes) -> Bytes {
+        Bytes(self.0.saturating_sub(rhs.0))
+    }
+
+    /// `self * n`, saturating.
+    pub fn saturating_mul(self, n: u64) -> Bytes {
+        Bytes(self.0.saturating_mul(n))
+    }
+}
+
+impl Add for Bytes {
+    type Output = Bytes;
+    /// Saturating addition (windows are capped far below `u64::MAX`).
+    fn add(self, rhs: Bytes) -> Bytes {
+        Bytes(self.0.saturating_add(rhs.0))
+    }
+}
+
+impl AddAssign for Bytes {
+    fn add_assign(&mut self, rhs: Bytes) {
+        *self = *self + rhs;
+    }
+}
+
+impl Sub for Bytes {
+    type Output = Bytes;
+    /// Saturating subtraction.
+    fn sub(self, rhs: Bytes) -> Bytes {
+        self.saturating_sub(rhs)
+    }
+}
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}B", self.0)
+    }
+}
+
+/// A transmission rate in bytes per second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Rate(u64);
+
+impl Rate {
+    /// Zero bytes per second.
+    pub const ZERO: Rate = Rate(0);
+
+    /// A rate of `b` bytes per second.
+    pub const fn from_bytes_per_sec(b: u64) -> Rate {
+        Rate(b)
+    }
+
+    /// A rate of `b` bits per second (rounded down to whole bytes).
+    pub const fn from_bits_per_sec(b: u64) -> Rate {
+        Rate(b / 8)
+    }
+
+    /// `bytes` per `interval`; `None` when the interval is zero.
+    pub fn per(bytes: Bytes, interval: Duration) -> Option<Rate> {
+        if interval.is_zero() {
+            return None;
+        }
+        let r = u128::from(bytes.0) * 1_000_000 / u128::from(interval.as_micros());
+        Some(Rate(u64::try_from(r).unwrap_or(u64::MAX)))
+    }
+
+    /// Bytes per second.
+    pub const fn bytes_per_sec(self) -> u64 {
+        self.0
+    }
+
+    /// Bits per second (the unit of RFC 3124's `cmapp_update`), saturating.
+    pub const fn bits_per_sec(self) -> u64 {
+        self.0.saturating_mul(8)
+    }
+
+    /// How long sending `bytes` takes at this rate; `None` at rate zero.
+    pub fn time_to_send(self, bytes: Bytes) -> Option<Duration> {
+        if self.0 == 0 {
+            return None;
+        }
+        let us = (u128::from(bytes.0) * 1_000_000).div_ceil(u128::from(self.0));
+        Some(Duration::from_micros(u64::try_from(us).unwrap_or(u64::MAX)))
+    }
+
+    /// Bytes sent in `d` at this rate, saturating.
+    pub fn bytes_in(self, d: Duration) -> Bytes {
+        let b = u128::from(self.0) * u128::from(d.as_micros()) / 1_000_000;
+        Bytes(u64::try_from(b).unwrap_or(u64::MAX))
+    }
+
+    /// The rate scaled by `num / den` (`den` zero yields zero).
+    pub fn scale(self, num: u64, den: u64) -> Rate {
+        if den == 0 {
+            return Rate(0);
+        }
+        let r = u128::from(self.0) * u128::from(num) / u128::from(den);
+        Rate(u64::try_from(r).unwrap_or(u64::MAX))
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bps = self.bits_per_sec() as f64;
+        if bps >= 1e9 {
+            write!(f, "{:.2}Gbit/s", bps / 1e9)
+        } else if bps >= 1e6 {
+            write!(f, "{:.2}Mbit/s", bps / 1e6)
+        } else {
+            write!(f, "{:.1}kbit/s", bps / 1e3)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_from_window_over_rtt() {
+        // sigcomm1999 §4.1: shaping rate = window / srtt.
+        let r = Rate::per(Bytes(15_000), Duration::from_millis(100)).unwrap();
+        assert_eq!(r.bytes_per_sec(), 150_000);
+        assert_eq!(r.bits_per_sec(), 1_200_000);
+        assert_eq!(Rate::per(Bytes(1), Duration::ZERO), None);
+    }
+
+    #[test]
+    fn time_to_send_rounds_up_and_never_divides_by_zero() {
+        let r = Rate::from_bytes_per_sec(3);
+        assert_eq!(
+            r.time_to_send(Bytes(1)),
+            Some(Duration::from_micros(333_334))
+        );
+        assert_eq!(Rate::ZERO.time_to_send(Bytes(1)), None);
+        assert_eq!(r.bytes_in(Duration::from_secs(2)), Bytes(6));
+    }
+
+    #[test]
+    fn extreme_values_saturate() {
+        let r = Rate::per(Bytes(u64::MAX), Duration::from_micros(1)).unwrap();
+        assert_eq!(r.bytes_per_sec(), u64::MAX);
+        assert_eq!(r.bits_per_sec(), u64::MAX);
+        assert_eq!(
+            Rate::from_bytes_per_sec(u64::MAX).bytes_in(Duration::MAX),
+            Bytes(u64::MAX)
+        );
+        assert_eq!(Rate::from_bytes_per_sec(10).scale(1, 0), Rate::ZERO);
+    }
+}

@@ -1,0 +1,3 @@
+//! The `cm` command-line tool.
+
+fn main() {}
