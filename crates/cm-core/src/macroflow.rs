@@ -9,7 +9,7 @@ use crate::rtt::RttEstimator;
 use crate::scheduler::AnyScheduler;
 use crate::shaper::Shaper;
 use crate::time::Instant;
-use crate::units::Bytes;
+use crate::units::{Bytes, Rate};
 
 /// Exponential-aging state while feedback is missing (sigcomm1999 §4.4).
 #[derive(Clone, Copy, Debug)]
@@ -18,6 +18,9 @@ pub(crate) struct AgingState {
     pub steps: u32,
     /// When the next halving is due.
     pub next: Instant,
+    /// The rate when feedback stopped; the open-loop rate is
+    /// `rate0 / 2^steps`, decaying on below the controller's window floor.
+    pub rate0: Option<Rate>,
 }
 
 /// Recent loss fraction, weighted by bytes over about eight windows.
@@ -123,6 +126,22 @@ impl Macroflow {
     fn scheduler_empty(&self) -> bool {
         use crate::scheduler::Scheduler;
         self.scheduler.is_empty()
+    }
+
+    /// The rate the shaper releases grants at: the controller's pacing rate
+    /// in closed loop; while aging, the rate when feedback stopped halved
+    /// once per half-life (sigcomm1999 §4.4), which keeps falling
+    /// exponentially even after the window reaches its one-MTU floor.
+    pub fn shaping_rate(&self) -> Option<Rate> {
+        match self.aging {
+            Some(a) if a.steps > 0 => {
+                let r0 = a.rate0.or_else(|| self.controller.rate(self.rtt.srtt()))?;
+                Some(Rate::from_bytes_per_sec(
+                    r0.bytes_per_sec() >> a.steps.min(63),
+                ))
+            }
+            _ => self.controller.pacing_rate(self.rtt.srtt()),
+        }
     }
 
     /// Room in the window for new grants (closed-loop mode).

@@ -108,9 +108,11 @@ impl CongestionManager {
         }
         .unwrap_or(initial_rto)
         .max(Duration::from_micros(1));
+        let rate0 = m.controller.rate(m.rtt.srtt());
         let st = m.aging.get_or_insert(AgingState {
             steps: 0,
             next: due,
+            rate0,
         });
         let mut taken = 0;
         while st.next <= now && taken < MAX_AGING_CATCH_UP {

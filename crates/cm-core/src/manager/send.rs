@@ -103,8 +103,7 @@ impl CongestionManager {
         }
         if released > nsent {
             // An unused (part of a) grant gives its shaper tokens back.
-            let rate = m.controller.pacing_rate(m.rtt.srtt());
-            let mtu = m.mtu;
+            let (rate, mtu) = (m.shaping_rate(), m.mtu);
             m.shaper.refund(released - nsent, rate, mtu);
         }
         self.prune_expiry(mf);
@@ -126,7 +125,7 @@ impl CongestionManager {
             }
             let mtu = m.mtu;
             let srtt = m.rtt.srtt();
-            let open_loop = m.aging.is_some();
+            let open_loop = m.aging.is_some_and(|a| a.steps > 0);
             // sigcomm1999 §4.4: while aging, transmissions continue open-loop
             // at window/srtt (the window halves every half-life) instead of
             // stalling on a window that feedback no longer drains.
@@ -134,11 +133,7 @@ impl CongestionManager {
             if space < mtu {
                 return;
             }
-            let rate = if open_loop {
-                m.controller.rate(srtt)
-            } else {
-                m.controller.pacing_rate(srtt)
-            };
+            let rate = m.shaping_rate();
             m.shaper.refill(now, rate, mtu);
             if !m.shaper.allows() {
                 return;
@@ -153,8 +148,11 @@ impl CongestionManager {
             let Some(f) = self.flows.get_mut(entry.flow.key()) else {
                 return;
             };
-            // Whole MTUs only, at least one (space >= mtu here).
-            let room = Bytes(space.0 / mtu.0 * mtu.0);
+            // Whole MTUs only, at least one (space >= mtu here), and no more
+            // than the shaper's credit: a k-MTU grant must not be a burst.
+            let credit = Bytes(u64::try_from(m.shaper.credit()).unwrap_or(0));
+            let room = space.min(credit.max(mtu));
+            let room = Bytes(room.0 / mtu.0 * mtu.0);
             let bytes = f.pending.min(room);
             f.pending = f.pending - bytes;
             let seq = f.next_grant_seq;
@@ -212,8 +210,7 @@ impl CongestionManager {
             let owner = f.macroflow;
             if let Some(o) = self.macroflows.get_mut(owner.key()) {
                 o.reserved = o.reserved - bytes;
-                let rate = o.controller.pacing_rate(o.rtt.srtt());
-                let mtu = o.mtu;
+                let (rate, mtu) = (o.shaping_rate(), o.mtu);
                 o.shaper.refund(bytes, rate, mtu);
             }
             self.events.push_back(Event::GrantExpired {

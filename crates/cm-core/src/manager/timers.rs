@@ -5,7 +5,6 @@
 
 use core::cmp::Ordering;
 
-use crate::controller::Controller;
 use crate::event::Event;
 use crate::flow::{ClientId, MacroflowId};
 use crate::manager::CongestionManager;
@@ -132,14 +131,10 @@ impl CongestionManager {
             }
         };
         consider(aging);
-        if !m.scheduler.is_empty() && (m.aging.is_some() || m.window_space() >= m.mtu) {
+        let open_loop = m.aging.is_some_and(|a| a.steps > 0);
+        if !m.scheduler.is_empty() && (open_loop || m.window_space() >= m.mtu) {
             // Waiting only on the shaper.
-            let srtt = m.rtt.srtt();
-            let rate = if m.aging.is_some() {
-                m.controller.rate(srtt)
-            } else {
-                m.controller.pacing_rate(srtt)
-            };
+            let rate = m.shaping_rate();
             consider(m.shaper.next_release(now, rate).filter(|&t| t > now));
         }
         if m.flows.is_empty() {
