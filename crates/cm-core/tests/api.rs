@@ -1,6 +1,8 @@
 //! API semantics of the congestion manager, one test per claim, citing the
 //! paper section or RFC each comes from.
 
+#![allow(clippy::unwrap_used)]
+
 use cm_core::{
     Aging, Bytes, ClientId, Config, CongestionManager, Duration, Error, Event, Feedback, FlowId,
     Instant, LossMode, OpenParams, Thresholds,
