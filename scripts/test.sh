@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The project's test command (README "Run the tests"); .ci/run calls it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cm-core stays sans-IO (no clock, sockets or global RNG)"
+if grep -rnE 'Instant::now|SystemTime|std::net|thread_rng' crates/cm-core/src; then
+  echo "error: cm-core must not read clocks, open sockets or use a global RNG" >&2
+  exit 1
+fi
+echo ok
+
+step "rustfmt"
+cargo fmt --all -- --check
+
+step "clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests (property tests at ${PROPTEST_CASES:=10000} cases each)"
+export PROPTEST_CASES
+cargo test --workspace --release --locked
+
+step "doc tests and docs build"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+
+step "benchmark (quick): request/grant/notify/update cycle"
+cargo bench -p cm-core --bench cycle --locked -- --quick
