@@ -1,0 +1,2 @@
+//! A deterministic discrete-event network simulator.
+#![warn(missing_docs)]

@@ -1,0 +1,2 @@
+//! Sans-IO transports that use (or compete with) the Congestion Manager.
+#![warn(missing_docs)]
