@@ -109,14 +109,14 @@ pub enum LossMode {
     /// No loss: all `nsent` bytes arrived, or the losses are not reported.
     #[default]
     None,
-    /// A loss inside a window, e.g. TCP duplicate ACKs [CM_LOSS_FEEDBACK].
+    /// A loss inside a window, e.g. TCP duplicate ACKs (`CM_LOSS_FEEDBACK`).
     Transient,
-    /// Persistent congestion, e.g. a TCP timeout [CM_NO_FEEDBACK].
+    /// Persistent congestion, e.g. a TCP timeout (`CM_NO_FEEDBACK`).
     Persistent,
-    /// An ECN congestion mark [CM_EXPLICIT_CONGESTION].
+    /// An ECN congestion mark (`CM_EXPLICIT_CONGESTION`).
     Ecn,
     /// Losses known not to be caused by congestion (e.g. a corrupting
-    /// wireless link) [CM_NO_CONGESTION]: the window is not reduced.
+    /// wireless link) (`CM_NO_CONGESTION`): the window is not reduced.
     NotCongestion,
 }
 

@@ -38,6 +38,11 @@ pub struct MacroflowInfo {
     pub in_flight: Bytes,
     /// Bytes granted and not yet notified.
     pub reserved: Bytes,
+    /// The shaper's credit in bytes (negative: the debt the last grant left,
+    /// repaid at the shaping rate before the next grant).
+    pub shaper_credit: i64,
+    /// The rate the shaper releases grants at (`None`: unpaced).
+    pub shaping_rate: Option<Rate>,
     /// MTU.
     pub mtu: Bytes,
     /// Whether the controller is in slow start.
@@ -111,6 +116,8 @@ impl CongestionManager {
             loss: m.loss.fraction(),
             in_flight: m.in_flight,
             reserved: m.reserved,
+            shaper_credit: m.shaper.credit(),
+            shaping_rate: m.shaping_rate(),
             mtu: m.mtu,
             slow_start: m.controller.in_slow_start(),
             aging_steps: m.aging.map_or(0, |a| a.steps),
