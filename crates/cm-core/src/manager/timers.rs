@@ -140,7 +140,12 @@ impl CongestionManager {
         if m.flows.is_empty() {
             consider(m.empty_since.map(|t| t + linger));
         }
-        let Some(t) = next else { return };
+        let Some(t) = next else {
+            // Nothing left to wait for: the registered wake-up (if any) is
+            // moot and is dropped lazily by `poll_timeout`, never serviced.
+            m.armed = None;
+            return;
+        };
         if m.armed.is_none_or(|a| t < a) {
             m.armed = Some(t);
             self.timers.push(TimerEntry {
