@@ -89,7 +89,8 @@ pub struct LinkStats {
     pub queue_byte_us: u128,
     /// Time up to which the integrals are accumulated (from time zero).
     pub observed_until: Instant,
-    /// Total microseconds the link spent serializing.
+    /// Total microseconds of serialization, counted when each one starts
+    /// (so mid-transmission it includes the remainder of the current packet).
     pub busy_us: u64,
 }
 
