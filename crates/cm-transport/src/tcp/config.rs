@@ -1,0 +1,140 @@
+//! TCP configuration.
+
+use cm_core::Duration;
+use thiserror::Error;
+
+/// Who controls congestion for a [`super::TcpSender`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CcMode {
+    /// Standard TCP NewReno: the connection's own cwnd and ssthresh
+    /// (RFC 5681, RFC 6582). Never yields a `CmCall`.
+    #[default]
+    NewReno,
+    /// TCP/CM: no cwnd at all; data is sent only on CM grants, feedback goes
+    /// to the CM (sigcomm1999 §3.2.1; cm-implementation-linux §3.2).
+    Cm,
+}
+
+/// How NewReno grows cwnd per ACK.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Growth {
+    /// Per-ACK increase like ns-2 NewReno: +1 MSS per ACK in slow start,
+    /// +MSS*MSS/cwnd in congestion avoidance (RFC 5681 §3.1 eq. 2, 3).
+    #[default]
+    AckCounting,
+    /// Appropriate Byte Counting (RFC 3465) with limit L = 2 MSS.
+    ByteCounting,
+}
+
+/// Parameters of a TCP sender.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpConfig {
+    /// Local port.
+    pub src_port: u16,
+    /// Remote port.
+    pub dst_port: u16,
+    /// Maximum segment size (payload bytes). For TCP/CM use the CM's MTU.
+    pub mss: u32,
+    /// Application bytes available at start; `None` = unlimited bulk.
+    pub total: Option<u64>,
+    /// Send a FIN once every written byte is sent (no `write` afterwards).
+    pub send_fin: bool,
+    /// Congestion control.
+    pub cc: CcMode,
+    /// Initial window in segments (NewReno). Default 2: RFC 5681 §3.1
+    /// allows 2-4 for a 1460-byte MSS; 2 matches common ns-2 setups.
+    /// Experiments set it explicitly.
+    pub initial_window: u32,
+    /// Initial ssthresh in bytes; `None` = arbitrarily high (RFC 5681 §3.1).
+    pub initial_ssthresh: Option<u64>,
+    /// cwnd growth rule (NewReno).
+    pub growth: Growth,
+    /// Lower bound of the RTO (default 200 ms as in Linux; RFC 6298 §2.4 says 1 s).
+    pub min_rto: Duration,
+    /// Upper bound of the RTO (RFC 6298 §2.5: at least 60 s).
+    pub max_rto: Duration,
+    /// RTO before any sample (RFC 6298 §2.1: 1 s).
+    pub initial_rto: Duration,
+    /// Take RTT samples from echoed timestamps (RFC 7323 §4) instead of
+    /// timing segments with Karn's algorithm.
+    pub timestamps: bool,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            src_port: 1,
+            dst_port: 2,
+            mss: 1460,
+            total: None,
+            send_fin: false,
+            cc: CcMode::NewReno,
+            initial_window: 2,
+            initial_ssthresh: None,
+            growth: Growth::AckCounting,
+            min_rto: Duration::from_millis(200),
+            max_rto: Duration::from_secs(60),
+            initial_rto: Duration::from_secs(1),
+            timestamps: false,
+        }
+    }
+}
+
+/// Why a TCP configuration is unusable.
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+pub enum TcpConfigError {
+    /// MSS of zero.
+    #[error("mss must be > 0")]
+    ZeroMss,
+    /// Initial window of zero segments.
+    #[error("initial window must be >= 1 segment")]
+    ZeroInitialWindow,
+    /// RTO bounds that are zero or inverted.
+    #[error("need 0 < min_rto <= max_rto and initial_rto > 0")]
+    BadRto,
+    /// A receive window of zero.
+    #[error("receive window must be > 0")]
+    ZeroWindow,
+}
+
+impl TcpConfig {
+    /// Check the configuration.
+    pub fn validate(&self) -> Result<(), TcpConfigError> {
+        if self.mss == 0 {
+            return Err(TcpConfigError::ZeroMss);
+        }
+        if self.initial_window == 0 {
+            return Err(TcpConfigError::ZeroInitialWindow);
+        }
+        if self.min_rto.is_zero() || self.min_rto > self.max_rto || self.initial_rto.is_zero() {
+            return Err(TcpConfigError::BadRto);
+        }
+        Ok(())
+    }
+}
+
+/// Parameters of a TCP receiver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpReceiverConfig {
+    /// Local port.
+    pub src_port: u16,
+    /// Remote port.
+    pub dst_port: u16,
+    /// Advertised window, bytes (the application reads at once, so the
+    /// window stays at this value).
+    pub rcv_wnd: u32,
+    /// Delayed ACKs (RFC 5681 §4.2): ACK every second in-order segment or
+    /// after this long; `None` ACKs every segment.
+    pub delayed_ack: Option<Duration>,
+}
+
+impl Default for TcpReceiverConfig {
+    fn default() -> Self {
+        TcpReceiverConfig {
+            src_port: 2,
+            dst_port: 1,
+            rcv_wnd: 64 * 1024,
+            delayed_ack: None,
+        }
+    }
+}

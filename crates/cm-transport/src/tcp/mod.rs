@@ -1,0 +1,19 @@
+//! TCP: one sender shared by NewReno and TCP/CM, and a receiver.
+//!
+//! The sender keeps loss recovery (fast retransmit, NewReno partial ACKs,
+//! RFC 6298 timeouts with Karn's algorithm or timestamps, go-back-N after a
+//! timeout), receiver-window flow control and a SYN handshake in both modes;
+//! only congestion control differs ([`CcMode`]).
+
+mod cm_account;
+mod config;
+mod ledger;
+mod newreno;
+mod receiver;
+mod rtt;
+mod sender;
+
+pub use config::{CcMode, Growth, TcpConfig, TcpConfigError, TcpReceiverConfig};
+pub use receiver::{TcpReceiver, TcpReceiverStats};
+pub use rtt::RttEstimator;
+pub use sender::{TcpSender, TcpStats, WriteError};

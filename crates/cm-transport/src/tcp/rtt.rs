@@ -1,0 +1,117 @@
+//! The retransmission timer's RTT estimator (RFC 6298).
+
+use cm_core::Duration;
+
+/// Clock granularity G of RFC 6298 §2.
+const GRANULARITY: Duration = Duration::from_micros(1_000);
+
+/// SRTT, RTTVAR and the backed-off RTO.
+#[derive(Clone, Copy, Debug)]
+pub struct RttEstimator {
+    srtt: Option<Duration>,
+    rttvar: Duration,
+    backoff: u32,
+    min_rto: Duration,
+    max_rto: Duration,
+    initial_rto: Duration,
+}
+
+impl RttEstimator {
+    /// No samples yet.
+    pub fn new(min_rto: Duration, max_rto: Duration, initial_rto: Duration) -> Self {
+        RttEstimator {
+            srtt: None,
+            rttvar: Duration::ZERO,
+            backoff: 0,
+            min_rto,
+            max_rto,
+            initial_rto,
+        }
+    }
+
+    /// Fold in a valid sample (RFC 6298 §2.2, §2.3). A valid sample also
+    /// ends exponential backoff (Karn: keep the backed-off RTO until then).
+    pub fn on_sample(&mut self, r: Duration) {
+        match self.srtt {
+            None => {
+                self.srtt = Some(r);
+                self.rttvar = Duration::from_micros(r.as_micros() / 2);
+            }
+            Some(s) => {
+                let diff = if s > r { s - r } else { r - s };
+                self.rttvar =
+                    Duration::from_micros((3 * self.rttvar.as_micros() + diff.as_micros()) / 4);
+                self.srtt = Some(Duration::from_micros(
+                    (7 * s.as_micros() + r.as_micros()) / 8,
+                ));
+            }
+        }
+        self.backoff = 0;
+    }
+
+    /// Double the RTO (RFC 6298 §5.5).
+    pub fn back_off(&mut self) {
+        self.backoff = self.backoff.saturating_add(1).min(16);
+    }
+
+    /// The current RTO: SRTT + max(G, 4*RTTVAR), clamped, then backed off.
+    pub fn rto(&self) -> Duration {
+        let base = match self.srtt {
+            Some(s) => s + GRANULARITY.max(self.rttvar.saturating_mul(4)),
+            None => self.initial_rto,
+        };
+        let base = base.max(self.min_rto).min(self.max_rto);
+        base.saturating_mul(1 << self.backoff).min(self.max_rto)
+    }
+
+    /// Smoothed RTT.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.srtt
+    }
+
+    /// Number of doublings in effect.
+    pub fn backoff(&self) -> u32 {
+        self.backoff
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc6298_first_and_later_samples() {
+        let mut e = RttEstimator::new(
+            Duration::from_millis(200),
+            Duration::from_secs(60),
+            Duration::from_secs(1),
+        );
+        assert_eq!(e.rto(), Duration::from_secs(1));
+        e.on_sample(Duration::from_millis(100));
+        // 100 + 4 * 50 = 300 ms.
+        assert_eq!(e.rto(), Duration::from_millis(300));
+        e.on_sample(Duration::from_millis(100));
+        // rttvar = 3/4 * 50 = 37.5 ms; rto = 100 + 150 = 250 ms.
+        assert_eq!(e.rto(), Duration::from_micros(250_000));
+        e.back_off();
+        e.back_off();
+        assert_eq!(e.rto(), Duration::from_secs(1));
+        e.on_sample(Duration::from_millis(100));
+        assert_eq!(e.backoff(), 0);
+    }
+
+    #[test]
+    fn rto_is_clamped() {
+        let mut e = RttEstimator::new(
+            Duration::from_millis(200),
+            Duration::from_secs(2),
+            Duration::from_secs(1),
+        );
+        e.on_sample(Duration::from_millis(1));
+        assert_eq!(e.rto(), Duration::from_millis(200));
+        for _ in 0..20 {
+            e.back_off();
+        }
+        assert_eq!(e.rto(), Duration::from_secs(2));
+    }
+}

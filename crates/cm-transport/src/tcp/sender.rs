@@ -1,0 +1,547 @@
+//! The TCP sender: handshake, loss recovery, flow control, and either
+//! NewReno's window or the CM's grants (one implementation, two modes).
+
+use cm_core::{Bytes, Duration, Instant};
+use thiserror::Error;
+
+use super::cm_account::CmAccount;
+use super::config::{CcMode, TcpConfig, TcpConfigError};
+use super::ledger::Ledger;
+use super::newreno::NewRenoCc;
+use super::rtt::RttEstimator;
+use crate::CmCall;
+use crate::segment::{Flags, TcpSegment};
+
+/// Sequence number of the first data byte (the SYN occupies 0).
+const DATA_START: u64 = 1;
+/// The "unlimited" end of data for `total: None`.
+const UNLIMITED: u64 = 1 << 62;
+/// Window the sender advertises (it receives no data).
+const SENDER_WND: u32 = 65_535;
+
+/// Counters and state for traces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpStats {
+    /// Data bytes cumulatively acknowledged.
+    pub bytes_acked: u64,
+    /// Segments sent (SYN, data, FIN, retransmissions).
+    pub segments_sent: u64,
+    /// Data segments retransmitted (fast, partial-ACK and timeout).
+    pub retransmits: u64,
+    /// Retransmission timeouts (including SYN timeouts).
+    pub timeouts: u64,
+    /// Fast retransmits (entries into fast recovery).
+    pub fast_retransmits: u64,
+    /// Partial ACKs during recovery (RFC 6582).
+    pub partial_acks: u64,
+    /// Duplicate ACKs received.
+    pub dupacks: u64,
+    /// Valid RTT samples taken.
+    pub rtt_samples: u64,
+    /// Congestion window, bytes (NewReno mode only).
+    pub cwnd: Option<u64>,
+    /// Slow-start threshold, bytes (NewReno mode only).
+    pub ssthresh: Option<u64>,
+    /// Smoothed RTT.
+    pub srtt: Option<Duration>,
+    /// Current (backed-off) RTO.
+    pub rto: Duration,
+}
+
+/// `write` after the FIN was sent.
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+#[error("the connection already sent its FIN")]
+pub struct WriteError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// The SYN must be (re)sent.
+    SynToSend,
+    SynSent,
+    Established,
+}
+
+/// A TCP sender, sans-IO. Call [`TcpSender::poll_transmit`] after creation
+/// and after every input until it returns `None`; in [`CcMode::Cm`] also
+/// drain [`TcpSender::poll_cm`].
+#[derive(Clone, Debug)]
+pub struct TcpSender {
+    cfg: TcpConfig,
+    mss: u64,
+    phase: Phase,
+    syn_sent_at: Instant,
+    syn_retransmitted: bool,
+    snd_una: u64,
+    snd_nxt: u64,
+    snd_max: u64,
+    data_end: u64,
+    fin_sent: bool,
+    fin_acked: bool,
+    rwnd: u64,
+    ts_recent: u64,
+    rtt: RttEstimator,
+    rto_at: Option<Instant>,
+    dupacks: u32,
+    in_recovery: bool,
+    /// RFC 6582 `recover`, stored as one past the highest byte sent.
+    recover: u64,
+    /// A hole to retransmit (fast retransmit or partial ACK).
+    rexmit: Option<u64>,
+    ledger: Ledger,
+    cc: Option<NewRenoCc>,
+    cm: Option<CmAccount>,
+    stats: TcpStats,
+}
+
+impl TcpSender {
+    /// A sender that will open the connection with a SYN.
+    pub fn new(cfg: TcpConfig, _now: Instant) -> Result<Self, TcpConfigError> {
+        cfg.validate()?;
+        let mss = u64::from(cfg.mss);
+        let data_end = cfg
+            .total
+            .map_or(UNLIMITED, |t| DATA_START + t.min(UNLIMITED));
+        let (cc, cm) = match cfg.cc {
+            CcMode::NewReno => (
+                Some(NewRenoCc::new(
+                    mss,
+                    u64::from(cfg.initial_window),
+                    cfg.initial_ssthresh,
+                    cfg.growth,
+                )),
+                None,
+            ),
+            CcMode::Cm => (None, Some(CmAccount::default())),
+        };
+        Ok(TcpSender {
+            mss,
+            phase: Phase::SynToSend,
+            syn_sent_at: Instant::ZERO,
+            syn_retransmitted: false,
+            snd_una: DATA_START,
+            snd_nxt: DATA_START,
+            snd_max: DATA_START,
+            data_end,
+            fin_sent: false,
+            fin_acked: false,
+            rwnd: 0,
+            ts_recent: 0,
+            rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto, cfg.initial_rto),
+            rto_at: None,
+            dupacks: 0,
+            in_recovery: false,
+            recover: 0,
+            rexmit: None,
+            ledger: Ledger::default(),
+            cc,
+            cm,
+            stats: TcpStats::default(),
+            cfg,
+        })
+    }
+
+    /// Add `n` bytes of application data (no-op for unlimited bulk).
+    pub fn write(&mut self, n: u64) -> Result<(), WriteError> {
+        if self.fin_sent || (self.cfg.send_fin && self.fin_acked) {
+            return Err(WriteError);
+        }
+        if self.data_end < UNLIMITED {
+            self.data_end = (self.data_end + n).min(UNLIMITED);
+        }
+        self.maybe_request();
+        Ok(())
+    }
+
+    /// Whether every written byte (and the FIN, if configured) is acknowledged.
+    pub fn is_complete(&self) -> bool {
+        self.phase == Phase::Established
+            && self.data_end < UNLIMITED
+            && self.snd_una == self.data_end
+            && (!self.cfg.send_fin || self.fin_acked)
+    }
+
+    /// Whether the handshake completed.
+    pub fn is_established(&self) -> bool {
+        self.phase == Phase::Established
+    }
+
+    /// The congestion window (NewReno mode only).
+    pub fn cwnd(&self) -> Option<u64> {
+        self.cc.map(|c| c.cwnd)
+    }
+
+    /// Data bytes sent and not yet acknowledged.
+    pub fn bytes_outstanding(&self) -> u64 {
+        self.snd_max - self.snd_una
+    }
+
+    /// Whether fast recovery is in progress.
+    pub fn in_recovery(&self) -> bool {
+        self.in_recovery
+    }
+
+    /// Counters and current state.
+    pub fn stats(&self) -> TcpStats {
+        TcpStats {
+            cwnd: self.cc.map(|c| c.cwnd),
+            ssthresh: self.cc.map(|c| c.ssthresh),
+            srtt: self.rtt.srtt(),
+            rto: self.rtt.rto(),
+            ..self.stats
+        }
+    }
+
+    /// TCP/CM: bytes notified to the CM and bytes reported to it so far
+    /// (equal once the transfer is complete).
+    pub fn cm_bytes(&self) -> Option<(Bytes, Bytes)> {
+        self.cm
+            .as_ref()
+            .map(|c| (Bytes(c.notified_total()), Bytes(c.reported_total())))
+    }
+
+    /// When [`TcpSender::handle_timeout`] must be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.rto_at
+    }
+
+    /// The next call to forward to the CM for this flow (TCP/CM only;
+    /// NewReno mode never yields one).
+    pub fn poll_cm(&mut self) -> Option<CmCall> {
+        self.cm.as_mut().and_then(CmAccount::poll)
+    }
+
+    fn segment(&self, now: Instant, seq: u64, len: u64, flags: Flags) -> TcpSegment {
+        TcpSegment {
+            src_port: self.cfg.src_port,
+            dst_port: self.cfg.dst_port,
+            seq,
+            ack: 1,
+            flags,
+            wnd: SENDER_WND,
+            len: u32::try_from(len).unwrap_or(u32::MAX),
+            ts_val: now.as_micros(),
+            ts_ecr: self.ts_recent,
+        }
+    }
+
+    /// RFC 6298 §5.1: start the timer on a send if it is not running.
+    fn arm(&mut self, now: Instant) {
+        if self.rto_at.is_none() {
+            self.rto_at = Some(now + self.rtt.rto());
+        }
+    }
+
+    /// The next segment to send: the SYN, retransmissions and (NewReno
+    /// mode) new data as cwnd and rwnd allow, or the FIN. In TCP/CM mode data
+    /// only goes out through [`TcpSender::on_grant`].
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<TcpSegment> {
+        match self.phase {
+            Phase::SynToSend => {
+                self.phase = Phase::SynSent;
+                self.syn_sent_at = now;
+                self.stats.segments_sent += 1;
+                self.arm(now);
+                return Some(self.segment(now, 0, 0, Flags::SYN));
+            }
+            Phase::SynSent => return None,
+            Phase::Established => {}
+        }
+        if let Some(cwnd) = self.cwnd() {
+            // RFC 5681 §3.2 step 3: the fast retransmission ignores cwnd.
+            if let Some(s) = self.rexmit_segment(now, self.mss) {
+                return Some(s);
+            }
+            if let Some(s) = self.data_segment(now, self.mss, Some(cwnd)) {
+                return Some(s);
+            }
+        }
+        if self.cfg.send_fin
+            && !self.fin_sent
+            && self.data_end < UNLIMITED
+            && self.snd_nxt == self.data_end
+        {
+            self.fin_sent = true;
+            self.stats.segments_sent += 1;
+            self.arm(now);
+            return Some(self.segment(now, self.data_end, 0, Flags::FIN | Flags::ACK));
+        }
+        None
+    }
+
+    /// TCP/CM `cmapp_send` (cm-implementation-linux §3.2): the CM granted
+    /// `bytes`. Sends a pending retransmission first, else up to one MSS of
+    /// data the receiver window allows, else nothing. Queues the matching
+    /// [`CmCall::Notify`] (0 declines) and, if more is ready, the next
+    /// [`CmCall::Request`] on [`TcpSender::poll_cm`]: the driver must not
+    /// call `notify` itself. NewReno mode ignores grants.
+    pub fn on_grant(&mut self, now: Instant, bytes: Bytes) -> Option<TcpSegment> {
+        self.cm.as_mut()?.request_outstanding = false;
+        let limit = bytes.get().min(self.mss);
+        let seg = if self.phase == Phase::Established && limit > 0 {
+            self.rexmit_segment(now, limit)
+                .or_else(|| self.data_segment(now, limit, None))
+        } else {
+            None
+        };
+        if let Some(cm) = self.cm.as_mut() {
+            cm.notify(seg.map_or(0, |s| u64::from(s.len)));
+        }
+        self.maybe_request();
+        seg
+    }
+
+    /// The queued hole retransmission, if any.
+    fn rexmit_segment(&mut self, now: Instant, limit: u64) -> Option<TcpSegment> {
+        let seq = self.rexmit.take()?;
+        if seq < self.snd_una || seq >= self.snd_max {
+            return None;
+        }
+        let len = limit.min(self.snd_max - seq);
+        self.ledger.on_send(seq, seq + len, now, true);
+        self.stats.retransmits += 1;
+        self.stats.segments_sent += 1;
+        self.arm(now);
+        Some(self.segment(now, seq, len, Flags::ACK))
+    }
+
+    /// Go-back-N retransmission below `snd_max`, else new data within the
+    /// receiver window, each limited by `cwnd` if given.
+    fn data_segment(&mut self, now: Instant, limit: u64, cwnd: Option<u64>) -> Option<TcpSegment> {
+        let (len, rexmit) = self.next_len(limit)?;
+        if cwnd.is_some_and(|w| self.snd_nxt - self.snd_una + len > w) {
+            return None;
+        }
+        let seq = self.snd_nxt;
+        self.snd_nxt += len;
+        self.snd_max = self.snd_max.max(self.snd_nxt);
+        self.ledger.on_send(seq, seq + len, now, rexmit);
+        self.stats.retransmits += u64::from(rexmit);
+        self.stats.segments_sent += 1;
+        self.arm(now);
+        Some(self.segment(now, seq, len, Flags::ACK))
+    }
+
+    /// Length of the next data segment and whether it is a retransmission.
+    fn next_len(&self, limit: u64) -> Option<(u64, bool)> {
+        if self.snd_nxt < self.snd_max {
+            return Some((limit.min(self.snd_max - self.snd_nxt), true));
+        }
+        let len = limit.min(self.data_end - self.snd_nxt);
+        // Receiver-window flow control (RFC 793 SND.WND; RFC 5681 §2).
+        (len > 0 && self.snd_nxt + len - self.snd_una <= self.rwnd).then_some((len, false))
+    }
+
+    /// TCP/CM request discipline: exactly one request outstanding while
+    /// there is a retransmission or window-permitted data to send
+    /// (sigcomm1999 §3.2.1).
+    fn maybe_request(&mut self) {
+        if self.phase != Phase::Established {
+            return;
+        }
+        let ready = self
+            .rexmit
+            .is_some_and(|s| s >= self.snd_una && s < self.snd_max)
+            || self.next_len(self.mss).is_some();
+        if let (true, Some(cm)) = (ready, self.cm.as_mut()) {
+            cm.request();
+        }
+    }
+
+    /// Process an ACK from the receiver.
+    pub fn handle_segment(&mut self, now: Instant, seg: &TcpSegment) {
+        if !seg.flags.contains(Flags::ACK) {
+            return;
+        }
+        match self.phase {
+            Phase::SynSent | Phase::SynToSend => {
+                if seg.flags.contains(Flags::SYN) && seg.ack == DATA_START {
+                    self.establish(now, seg);
+                }
+                return;
+            }
+            Phase::Established if seg.flags.contains(Flags::SYN) => return,
+            Phase::Established => {}
+        }
+        self.ts_recent = seg.ts_val;
+        let old_rwnd = self.rwnd;
+        self.rwnd = u64::from(seg.wnd);
+        if self.fin_sent && seg.ack > self.data_end {
+            self.fin_acked = true;
+        }
+        let ack = seg.ack.min(self.snd_max);
+        if ack > self.snd_una {
+            self.on_new_ack(now, ack, seg);
+        } else if ack == self.snd_una
+            && seg.len == 0
+            && self.snd_max > self.snd_una
+            && self.rwnd == old_rwnd
+        {
+            // RFC 5681 §2 "duplicate acknowledgment".
+            self.on_dupack();
+        }
+        if self.snd_una == self.snd_max && (!self.fin_sent || self.fin_acked) {
+            self.rto_at = None;
+        }
+        self.maybe_request();
+    }
+
+    fn establish(&mut self, now: Instant, seg: &TcpSegment) {
+        self.phase = Phase::Established;
+        self.rwnd = u64::from(seg.wnd);
+        self.ts_recent = seg.ts_val;
+        self.rto_at = None;
+        // The handshake seeds the RTT estimate unless the SYN was
+        // retransmitted (Karn).
+        let sample = (!self.syn_retransmitted)
+            .then(|| now - self.syn_sent_at)
+            .filter(|d| !d.is_zero());
+        if let Some(s) = sample {
+            self.rtt.on_sample(s);
+            self.stats.rtt_samples += 1;
+        }
+        if let Some(cc) = self.cc.as_mut() {
+            if self.syn_retransmitted {
+                cc.set_window(1); // RFC 5681 §3.1: IW = 1 MSS after a lost SYN
+            }
+        }
+        if let (Some(cm), Some(s)) = (self.cm.as_mut(), sample) {
+            cm.rtt_only(s);
+        }
+    }
+
+    fn on_new_ack(&mut self, now: Instant, ack: u64, seg: &TcpSegment) {
+        let acked = ack - self.snd_una;
+        let resolved = self.ledger.on_ack(now, ack);
+        let sample = if self.cfg.timestamps {
+            // RFC 7323 §4.1: RTTM from the echoed timestamp.
+            (seg.ts_ecr > 0)
+                .then(|| now - Instant::from_micros(seg.ts_ecr))
+                .filter(|d| !d.is_zero())
+        } else {
+            resolved.sample
+        };
+        if let Some(s) = sample {
+            self.rtt.on_sample(s);
+            self.stats.rtt_samples += 1;
+        }
+        self.snd_una = ack;
+        self.snd_nxt = self.snd_nxt.max(ack);
+        self.stats.bytes_acked += acked;
+        if self.rexmit.is_some_and(|s| s < ack) {
+            self.rexmit = None;
+        }
+        let flight = self.snd_max - self.snd_una;
+        if self.in_recovery {
+            if ack >= self.recover {
+                // RFC 6582 §3.2 step 3: full acknowledgment, leave recovery.
+                self.in_recovery = false;
+                self.dupacks = 0;
+                if let Some(cc) = self.cc.as_mut() {
+                    cc.on_full_ack(flight);
+                }
+            } else {
+                // RFC 6582 §3.2 step 5: partial acknowledgment, retransmit
+                // the next hole.
+                self.stats.partial_acks += 1;
+                self.rexmit = Some(self.snd_una);
+                if let Some(cc) = self.cc.as_mut() {
+                    cc.on_partial_ack(acked);
+                }
+            }
+        } else {
+            self.dupacks = 0;
+            if let Some(cc) = self.cc.as_mut() {
+                cc.on_ack(acked);
+            }
+        }
+        // RFC 6298 §5.2-5.3: stop when all is acked, else restart. Restarting
+        // on every partial ACK is RFC 6582 §4's "Slow-but-Steady" variant.
+        self.rto_at =
+            (flight > 0 || (self.fin_sent && !self.fin_acked)).then(|| now + self.rtt.rto());
+        if let Some(cm) = self.cm.as_mut() {
+            // RFC 3124 §5.1.1: an ACK for new data reports the bytes it
+            // acknowledges, with the RTT sample if valid.
+            cm.on_cumulative_ack(resolved.covered, flight == 0, sample);
+        }
+    }
+
+    fn on_dupack(&mut self) {
+        self.dupacks += 1;
+        self.stats.dupacks += 1;
+        if self.in_recovery {
+            if let Some(cc) = self.cc.as_mut() {
+                cc.on_dupack_in_recovery();
+            }
+            // cm-implementation-linux §3.2: dupacks > 3, a segment left the
+            // network.
+            if let Some(cm) = self.cm.as_mut() {
+                cm.on_later_dupack(self.mss);
+            }
+        } else if self.dupacks == 3 && self.snd_una >= self.recover {
+            // RFC 6582 §3.2 step 2 (only if the ACK covers more than
+            // `recover`, so stale dupacks after a timeout do not trigger
+            // another reduction); RFC 5681 §3.2 step 2.
+            self.in_recovery = true;
+            self.recover = self.snd_max;
+            self.stats.fast_retransmits += 1;
+            self.rexmit = Some(self.snd_una);
+            let flight = self.snd_max - self.snd_una;
+            if let Some(cc) = self.cc.as_mut() {
+                cc.on_enter_recovery(flight);
+            }
+            // cm-implementation-linux §3.2: dupacks == 3, a congestion loss.
+            let hole = self.mss.min(flight);
+            if let Some(cm) = self.cm.as_mut() {
+                cm.on_third_dupack(hole);
+            }
+        }
+    }
+
+    /// The retransmission timer may have expired.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let Some(at) = self.rto_at else { return };
+        if now < at {
+            return;
+        }
+        self.rto_at = None;
+        match self.phase {
+            Phase::SynSent => {
+                self.stats.timeouts += 1;
+                self.syn_retransmitted = true;
+                self.rtt.back_off();
+                self.phase = Phase::SynToSend;
+                return;
+            }
+            Phase::SynToSend => return,
+            Phase::Established => {}
+        }
+        if self.snd_una == self.snd_max && (!self.fin_sent || self.fin_acked) {
+            return;
+        }
+        self.stats.timeouts += 1;
+        let flight = self.snd_max - self.snd_una;
+        let first = self.rtt.backoff() == 0;
+        if let Some(cc) = self.cc.as_mut() {
+            cc.on_timeout(flight, first);
+        }
+        // RFC 6298 §5.5: back off; §5.6: restart the timer.
+        self.rtt.back_off();
+        // RFC 6582 §3.2 step 1 semantics after a timeout: record the highest
+        // sequence sent so stale duplicate ACKs cannot start fast recovery.
+        self.recover = self.snd_max;
+        self.in_recovery = false;
+        self.dupacks = 0;
+        self.rexmit = None;
+        // Go-back-N from the first unacknowledged byte.
+        self.snd_nxt = self.snd_una;
+        if self.fin_sent && !self.fin_acked {
+            self.fin_sent = false;
+        }
+        self.ledger.clear();
+        if let Some(cm) = self.cm.as_mut() {
+            cm.on_timeout();
+        }
+        self.rto_at = Some(now + self.rtt.rto());
+        self.maybe_request();
+    }
+}
