@@ -407,6 +407,7 @@ impl TcpSender {
         if let (Some(cm), Some(s)) = (self.cm.as_mut(), sample) {
             cm.rtt_only(s);
         }
+        self.maybe_request();
     }
 
     fn on_new_ack(&mut self, now: Instant, ack: u64, seg: &TcpSegment) {

@@ -1,0 +1,130 @@
+//! TCP/CM driven by a real `cm_core::CongestionManager` over the test pipe.
+
+mod common;
+
+use cm_core::{Bytes, Instant, LossMode};
+use cm_transport::{CcMode, CmCall, TcpConfig, TcpReceiver, TcpReceiverConfig, TcpSender};
+use common::{Cm, Conn, Pipe, secs};
+
+const MSS: u64 = 1460;
+
+fn cm_conn(total: u64, pipe: Pipe) -> Conn {
+    let cfg = TcpConfig {
+        cc: CcMode::Cm,
+        total: Some(total),
+        send_fin: true,
+        ..TcpConfig::default()
+    };
+    let snd = TcpSender::new(cfg, Instant::ZERO).unwrap();
+    let rcv = TcpReceiver::new(TcpReceiverConfig::default()).unwrap();
+    Conn::new(snd, rcv, pipe, Some(Cm::new()))
+}
+
+fn sums(calls: &[CmCall]) -> (u64, u64, u64) {
+    let mut notified = 0;
+    let mut reported = 0;
+    let mut received = 0;
+    for c in calls {
+        match c {
+            CmCall::Notify(n) => notified += n.get(),
+            CmCall::Update(fb) => {
+                reported += fb.nsent.get();
+                received += fb.nrecd.get();
+                assert!(fb.nrecd <= fb.nsent);
+            }
+            CmCall::Request => {}
+        }
+    }
+    (notified, reported, received)
+}
+
+fn assert_conserved(c: &Conn) {
+    let cm = c.cm.as_ref().unwrap();
+    let (notified, reported, _) = sums(&cm.calls);
+    assert_eq!(notified, reported, "every notified byte reported once");
+    assert_eq!(c.snd.cm_bytes(), Some((Bytes(notified), Bytes(reported))));
+    assert_eq!(cm.in_flight(), 0, "the CM's in-flight returns to zero");
+}
+
+#[test]
+fn transfer_over_a_clean_pipe_uses_only_grants() {
+    let total = 200 * MSS;
+    let mut c = cm_conn(total, Pipe::new(20, 1_250_000, 100));
+    assert!(c.run_until(secs(30), |c| c.snd.is_complete()));
+    assert_eq!(c.rcv.bytes_delivered(), total);
+    assert_eq!(c.snd.cwnd(), None);
+    let cm = c.cm.as_ref().unwrap();
+    // The handshake seeded the CM's RTT estimate with a sample-only update.
+    let first_update = cm.calls.iter().find_map(|c| match c {
+        CmCall::Update(fb) => Some(*fb),
+        _ => None,
+    });
+    let fb = first_update.unwrap();
+    assert_eq!(fb.nsent, Bytes::ZERO);
+    assert!(fb.rtt.is_some());
+    // Every data transmission answered a grant: one Notify per segment.
+    let notifies = cm
+        .calls
+        .iter()
+        .filter(|c| matches!(c, CmCall::Notify(n) if n.get() > 0))
+        .count();
+    assert_eq!(notifies, c.pipe.log.len());
+    // Request discipline: never two requests without a grant between them.
+    let info = cm.cm.flow_info(cm.flow).unwrap();
+    assert_eq!(info.pending, Bytes::ZERO);
+    assert_conserved(&c);
+    let (_, _, received) = sums(&cm.calls);
+    assert_eq!(received, total);
+}
+
+#[test]
+fn transfer_over_a_lossy_pipe_conserves_bytes() {
+    let total = 400 * MSS;
+    // Single drops, a window with several drops, and a small queue.
+    let pipe = Pipe::new(20, 250_000, 15).drop(&[30, 100, 102, 105, 250]);
+    let mut c = cm_conn(total, pipe);
+    assert!(c.run_until(secs(120), |c| c.snd.is_complete()));
+    assert_eq!(c.rcv.bytes_delivered(), total);
+    let st = c.snd.stats();
+    assert!(st.fast_retransmits >= 2, "{st:?}");
+    assert!(st.retransmits >= 5, "{st:?}");
+    let cm = c.cm.as_ref().unwrap();
+    let transient = cm
+        .calls
+        .iter()
+        .filter(|c| matches!(c, CmCall::Update(fb) if fb.loss == LossMode::Transient))
+        .count() as u64;
+    assert_eq!(transient, st.fast_retransmits);
+    assert_conserved(&c);
+}
+
+#[test]
+fn timeout_reports_persistent_congestion_and_conserves_bytes() {
+    let total = 20 * MSS;
+    let drops: Vec<u64> = (10..21).collect();
+    let mut c = cm_conn(total, Pipe::new(20, 1_250_000, 100).drop(&drops));
+    assert!(c.run_until(secs(60), |c| c.snd.is_complete()));
+    assert_eq!(c.rcv.bytes_delivered(), total);
+    let st = c.snd.stats();
+    assert_eq!(st.timeouts, 2, "{st:?}");
+    let cm = c.cm.as_ref().unwrap();
+    let persistent: Vec<_> = cm
+        .calls
+        .iter()
+        .filter_map(|c| match c {
+            CmCall::Update(fb) if fb.loss == LossMode::Persistent => Some(*fb),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(persistent.len(), 2);
+    assert!(persistent[0].nsent.get() > 0 && persistent[0].nrecd == Bytes::ZERO);
+    assert_conserved(&c);
+}
+
+#[test]
+fn newreno_mode_never_yields_cm_calls_and_ignores_grants() {
+    let mut s = TcpSender::new(TcpConfig::default(), Instant::ZERO).unwrap();
+    assert!(s.poll_transmit(Instant::ZERO).is_some());
+    assert_eq!(s.on_grant(Instant::ZERO, Bytes(MSS)), None);
+    assert_eq!(s.poll_cm(), None);
+}
