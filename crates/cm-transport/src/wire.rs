@@ -23,7 +23,7 @@ pub enum DecodeError {
         /// Bytes present.
         have: usize,
     },
-    /// The version byte is not [`VERSION`].
+    /// The version byte is not the supported one (1).
     #[error("unsupported version {0}")]
     BadVersion(u8),
     /// Flag bits outside the defined set.
@@ -40,7 +40,7 @@ pub enum DecodeError {
         /// Bytes present.
         actual: usize,
     },
-    /// A declared payload longer than [`MAX_PAYLOAD`].
+    /// A declared payload longer than `MAX_PAYLOAD`.
     #[error("payload of {0} bytes exceeds the maximum")]
     PayloadTooLong(u32),
 }

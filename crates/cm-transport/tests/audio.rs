@@ -1,4 +1,5 @@
 //! Layered audio: encoding choice, self-clocking, feedback to `cm_update`.
+#![allow(clippy::unwrap_used)]
 
 use cm_core::{Bytes, Duration, Instant, LossMode, PathEstimate, Rate};
 use cm_transport::{AudioConfig, AudioReceiver, AudioReceiverConfig, AudioSender, CmCall};

@@ -1,5 +1,6 @@
 //! TCP NewReno over the test pipe: handshake, growth, loss recovery, RTO,
 //! Karn, delayed ACKs.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 

@@ -1,4 +1,5 @@
 //! TCP/CM driven by a real `cm_core::CongestionManager` over the test pipe.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 

@@ -149,7 +149,8 @@ impl TcpReceiver {
         if fin {
             self.fin_seq = Some(end);
         }
-        if end < self.rcv_nxt || (end == self.rcv_nxt && !(fin && !self.fin_received)) {
+        let new_fin = fin && !self.fin_received;
+        if end < self.rcv_nxt || (end == self.rcv_nxt && !new_fin) {
             // Entirely old: ACK at once so a lost ACK is repaired.
             self.stats.duplicates += 1;
             self.ack_now(now);

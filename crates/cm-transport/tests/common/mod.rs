@@ -2,7 +2,7 @@
 //! a DropTail queue, a fixed one-way delay both ways, and an optional list
 //! of forward data segments (by ordinal, counting retransmissions) to drop.
 //! Not a simulator: just enough to drive a TcpSender/TcpReceiver pair.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::collections::{BTreeSet, VecDeque};
 
