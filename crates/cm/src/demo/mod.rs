@@ -148,7 +148,7 @@ fn drive(
         }
         if now >= next_report {
             report::status(&s, now, args.json);
-            next_report = next_report + every;
+            next_report += every;
         }
         s.turn(next_report.min(end).min(if marked { end } else { mark }))?;
     }
