@@ -1,0 +1,2 @@
+//! Simulated hosts that run the CM and its transports, scenarios as data, and the papers experiments.
+#![warn(missing_docs)]
