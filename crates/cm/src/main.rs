@@ -23,9 +23,17 @@ enum Command {
     Demo(demo::DemoArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    let result = match cli.command {
         Command::Demo(a) => demo::run(&a),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // The cause chain on one line, without a debug dump.
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::from(2)
+        }
     }
 }
