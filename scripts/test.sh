@@ -28,3 +28,6 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 
 step "benchmark (quick): request/grant/notify/update cycle"
 cargo bench -p cm-core --bench cycle --locked -- --quick
+
+step "benchmark (quick): simulator events per second"
+CM_SIM_BENCH_SECS=10 cargo bench -p cm-sim --bench events --locked
