@@ -1,2 +1,4 @@
 //! Simulated hosts that run the CM and its transports, scenarios as data, and the papers experiments.
 #![warn(missing_docs)]
+
+pub mod hosts;
