@@ -2,3 +2,5 @@
 #![warn(missing_docs)]
 
 pub mod hosts;
+pub mod run;
+pub mod scenario;

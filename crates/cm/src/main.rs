@@ -3,6 +3,8 @@
 use clap::{Parser, Subcommand};
 
 mod demo;
+mod experiment_cmd;
+mod sim_cmd;
 mod wait;
 
 /// The Congestion Manager: host-wide congestion control shared by every
@@ -21,12 +23,18 @@ enum Command {
     /// macroflow's window, rate, srtt and loss as it goes, then goodput and
     /// fairness.
     Demo(demo::DemoArgs),
+    /// Run a scenario file (TOML) on the simulator; print the result as JSON.
+    Sim(sim_cmd::SimArgs),
+    /// Run a paper experiment (or `all`, or `list`): CSV, SVG and JSON out.
+    Experiment(experiment_cmd::ExperimentArgs),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(a) => demo::run(&a),
+        Command::Sim(a) => sim_cmd::run_sim(&a),
+        Command::Experiment(a) => experiment_cmd::run_experiment(&a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

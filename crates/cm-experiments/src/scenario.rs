@@ -1,0 +1,351 @@
+//! Scenarios as data: a TOML description of a dumbbell and the flows over
+//! it, validated into a [`Scenario`] that [`crate::run::run`] executes.
+//!
+//! ```toml
+//! name = "two-flows"
+//! duration = 20.0          # seconds
+//! seed = 1
+//! mss = 1460               # TCP MSS = CM MTU, payload bytes (default 1460)
+//!
+//! [bottleneck]
+//! rate_bps = 1_000_000
+//! delay_ms = 60            # one-way propagation delay of the whole path
+//! queue = "bdp"            # or queue_packets = 20, or queue_bytes = 15000
+//! loss = 0.0               # random loss on the bottleneck
+//!
+//! [access]                 # optional; sigcomm1999 defaults
+//! rate_bps = 100_000_000
+//! delay_ms = 1
+//!
+//! [[flow]]
+//! name = "a"
+//! transport = "newreno"    # newreno | tcpcm | cbr | audio | web
+//! host = "left1"           # flows naming the same host share its CM
+//! dst = "right1"
+//! start = 0.0
+//! ```
+//!
+//! The bottleneck link's own delay is `delay_ms - 2 * access.delay_ms`
+//! (sigcomm1999 dumbbell, `cm_sim::DumbbellConfig::sigcomm1999`); the
+//! bandwidth-delay product is `rate_bps * 2 * delay_ms`, in bytes.
+
+use serde::{Deserialize, Serialize};
+
+/// Why a scenario is unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The TOML does not parse or has unknown/mistyped fields.
+    #[error("scenario does not parse: {0}")]
+    Parse(#[from] toml::de::Error),
+    /// A value is out of range or inconsistent.
+    #[error("invalid scenario: {0}")]
+    Invalid(String),
+    /// The network could not be built.
+    #[error("topology: {0}")]
+    Topology(#[from] cm_sim::TopologyError),
+    /// A host rejected a flow.
+    #[error("flow {flow}: {source}")]
+    Host {
+        /// The flow.
+        flow: String,
+        /// Why.
+        source: crate::hosts::HostError,
+    },
+}
+
+fn bad<T>(msg: String) -> Result<T, ScenarioError> {
+    Err(ScenarioError::Invalid(msg))
+}
+
+/// The transport of a flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// TCP NewReno, no CM.
+    Newreno,
+    /// TCP/CM (sigcomm1999 §3.2.1).
+    Tcpcm,
+    /// Constant bit rate UDP.
+    Cbr,
+    /// Layered audio on the CM (sigcomm1999 §3.2.2).
+    Audio,
+    /// Web-like on/off NewReno transfers (Pareto sizes, exponential think times).
+    Web,
+}
+
+/// The bottleneck.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bottleneck {
+    /// Rate, bit/s.
+    pub rate_bps: u64,
+    /// One-way propagation delay of the path, ms.
+    pub delay_ms: f64,
+    /// `"bdp"` (default) for a queue of one bandwidth-delay product in bytes.
+    #[serde(default)]
+    pub queue: Option<String>,
+    /// Queue limit in packets.
+    #[serde(default)]
+    pub queue_packets: Option<u32>,
+    /// Queue limit in bytes.
+    #[serde(default)]
+    pub queue_bytes: Option<u64>,
+    /// Random loss probability per packet.
+    #[serde(default)]
+    pub loss: f64,
+    /// Reverse direction rate, bit/s (default: same as forward).
+    #[serde(default)]
+    pub reverse_rate_bps: Option<u64>,
+}
+
+/// The access links.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Access {
+    /// Rate, bit/s.
+    pub rate_bps: u64,
+    /// One-way delay, ms.
+    pub delay_ms: f64,
+}
+
+impl Default for Access {
+    fn default() -> Self {
+        Access {
+            rate_bps: 100_000_000,
+            delay_ms: 1.0,
+        }
+    }
+}
+
+/// One flow (or traffic source).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    /// Unique name.
+    pub name: String,
+    /// `newreno`, `tcpcm`, `cbr`, `audio` or `web`.
+    pub transport: String,
+    /// Sender host name (default: `"h-" + name`).
+    #[serde(default)]
+    pub host: Option<String>,
+    /// Receiver host name (default: `"r-" + name`).
+    #[serde(default)]
+    pub dst: Option<String>,
+    /// Start time, s.
+    #[serde(default)]
+    pub start: f64,
+    /// Stop time, s (cbr, web; default: end of run).
+    #[serde(default)]
+    pub stop: Option<f64>,
+    /// Bytes to transfer (TCP; absent = bulk).
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// Rate, bit/s (cbr).
+    #[serde(default)]
+    pub rate_bps: Option<u64>,
+    /// Payload bytes per packet (cbr, default 1000).
+    #[serde(default)]
+    pub packet_bytes: Option<u32>,
+    /// CM scheduler weight (tcpcm).
+    #[serde(default)]
+    pub weight: Option<u32>,
+    /// Initial window, segments (newreno, web; default 2).
+    #[serde(default)]
+    pub initial_window: Option<u32>,
+    /// Delayed ACKs at the receiver (default false).
+    #[serde(default)]
+    pub delayed_ack: bool,
+    /// Delayed-ACK timeout, ms (default 200).
+    #[serde(default)]
+    pub delayed_ack_ms: Option<u64>,
+    /// Mean transfer size, bytes (web, default 12000).
+    #[serde(default)]
+    pub mean_bytes: Option<f64>,
+    /// Mean think time, s (web, default 0.5).
+    #[serde(default)]
+    pub think_s: Option<f64>,
+    /// Record sequence/ack/window traces (for plots).
+    #[serde(default)]
+    pub trace: bool,
+}
+
+impl FlowSpec {
+    /// A flow with only the required fields set.
+    pub fn new(name: &str, transport: Transport) -> Self {
+        let t = serde_json::to_value(transport)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        FlowSpec {
+            name: name.to_owned(),
+            transport: t,
+            host: None,
+            dst: None,
+            start: 0.0,
+            stop: None,
+            bytes: None,
+            rate_bps: None,
+            packet_bytes: None,
+            weight: None,
+            initial_window: None,
+            delayed_ack: false,
+            delayed_ack_ms: None,
+            mean_bytes: None,
+            think_s: None,
+            trace: false,
+        }
+    }
+
+    /// The parsed transport.
+    pub fn transport(&self) -> Result<Transport, ScenarioError> {
+        serde_json::from_value(serde_json::Value::String(self.transport.clone())).or_else(|_| {
+            bad(format!(
+                "flow {:?}: unknown transport {:?} (expected newreno, tcpcm, cbr, audio or web)",
+                self.name, self.transport
+            ))
+        })
+    }
+
+    /// Sender host name.
+    pub fn host_name(&self) -> String {
+        self.host
+            .clone()
+            .unwrap_or_else(|| format!("h-{}", self.name))
+    }
+
+    /// Receiver host name.
+    pub fn dst_name(&self) -> String {
+        self.dst
+            .clone()
+            .unwrap_or_else(|| format!("r-{}", self.name))
+    }
+}
+
+/// A complete scenario.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Name.
+    pub name: String,
+    /// Simulated seconds.
+    pub duration: f64,
+    /// RNG seed.
+    #[serde(default)]
+    pub seed: u64,
+    /// TCP MSS and CM MTU, bytes.
+    #[serde(default = "default_mss")]
+    pub mss: u32,
+    /// The bottleneck.
+    pub bottleneck: Bottleneck,
+    /// The access links.
+    #[serde(default)]
+    pub access: Access,
+    /// The flows.
+    #[serde(default, rename = "flow")]
+    pub flows: Vec<FlowSpec>,
+}
+
+fn default_mss() -> u32 {
+    1460
+}
+
+fn check_time(what: &str, t: f64) -> Result<(), ScenarioError> {
+    if !t.is_finite() || t < 0.0 {
+        return bad(format!(
+            "{what} must be a finite, non-negative number of seconds, got {t}"
+        ));
+    }
+    Ok(())
+}
+
+impl Scenario {
+    /// Parses and validates TOML text.
+    pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
+        let s: Scenario = toml::from_str(text)?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Checks every value; called by [`Scenario::from_toml`] and by `run`.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        check_time("duration", self.duration)?;
+        if self.duration == 0.0 {
+            return bad("duration must be > 0".into());
+        }
+        if self.mss == 0 || self.mss > 65_000 {
+            return bad(format!("mss must be in 1..=65000, got {}", self.mss));
+        }
+        let b = &self.bottleneck;
+        if b.rate_bps == 0 || b.reverse_rate_bps == Some(0) {
+            return bad("bottleneck rate_bps must be > 0".into());
+        }
+        if !(b.delay_ms.is_finite() && b.delay_ms >= 2.0 * self.access.delay_ms) {
+            return bad(format!(
+                "bottleneck delay_ms (one-way path delay) must be >= 2 x access delay_ms, got {}",
+                b.delay_ms
+            ));
+        }
+        if !(0.0..1.0).contains(&b.loss) {
+            return bad(format!("bottleneck loss must be in [0, 1), got {}", b.loss));
+        }
+        let queues = [
+            b.queue.is_some(),
+            b.queue_packets.is_some(),
+            b.queue_bytes.is_some(),
+        ];
+        if queues.iter().filter(|&&q| q).count() > 1 {
+            return bad("give at most one of queue, queue_packets, queue_bytes".into());
+        }
+        if let Some(q) = &b.queue {
+            if q != "bdp" {
+                return bad(format!("queue must be \"bdp\", got {q:?}"));
+            }
+        }
+        if self.access.rate_bps == 0 || !(self.access.delay_ms >= 0.0) {
+            return bad("access rate_bps must be > 0 and delay_ms >= 0".into());
+        }
+        let mut names = std::collections::BTreeSet::new();
+        let senders: std::collections::BTreeSet<String> =
+            self.flows.iter().map(FlowSpec::host_name).collect();
+        for f in &self.flows {
+            if !names.insert(f.name.as_str()) {
+                return bad(format!("duplicate flow name {:?}", f.name));
+            }
+            let t = f.transport()?;
+            check_time(&format!("flow {:?} start", f.name), f.start)?;
+            if let Some(s) = f.stop {
+                check_time(&format!("flow {:?} stop", f.name), s)?;
+            }
+            if senders.contains(&f.dst_name()) {
+                return bad(format!(
+                    "flow {:?}: dst {:?} is also a sender host (senders are left, receivers right)",
+                    f.name,
+                    f.dst_name()
+                ));
+            }
+            if f.bytes == Some(0) {
+                return bad(format!("flow {:?}: bytes must be > 0", f.name));
+            }
+            if f.weight == Some(0) || f.initial_window == Some(0) || f.packet_bytes == Some(0) {
+                return bad(format!(
+                    "flow {:?}: weight, initial_window and packet_bytes must be > 0",
+                    f.name
+                ));
+            }
+            match (t, f.rate_bps) {
+                (Transport::Cbr, None) => {
+                    return bad(format!("flow {:?}: cbr needs rate_bps", f.name));
+                }
+                (_, Some(0)) => return bad(format!("flow {:?}: rate_bps must be > 0", f.name)),
+                _ => {}
+            }
+            if f.mean_bytes.is_some_and(|m| !(m >= 1.0)) || f.think_s.is_some_and(|m| !(m > 0.0)) {
+                return bad(format!(
+                    "flow {:?}: mean_bytes >= 1 and think_s > 0",
+                    f.name
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,65 @@
+//! Scenario parsing, validation and determinism.
+
+use cm_experiments::run::run;
+use cm_experiments::scenario::{Scenario, ScenarioError};
+
+const BASE: &str = r#"
+name = "t"
+duration = 5.0
+seed = 7
+[bottleneck]
+rate_bps = 1_000_000
+delay_ms = 60
+queue = "bdp"
+[[flow]]
+name = "a"
+transport = "tcpcm"
+[[flow]]
+name = "w"
+transport = "web"
+"#;
+
+#[test]
+fn same_seed_gives_identical_json() {
+    let s = Scenario::from_toml(BASE).expect("valid");
+    let a = serde_json::to_string(&run(&s).expect("runs")).expect("json");
+    let b = serde_json::to_string(&run(&s).expect("runs")).expect("json");
+    assert_eq!(a, b);
+    let v: serde_json::Value = serde_json::from_str(&a).expect("json");
+    assert!(v["flows"][0]["goodput_bps"].as_f64().expect("field") > 100_000.0);
+    assert!(v["bottleneck"]["drops"].as_u64().is_some());
+}
+
+#[test]
+fn unknown_transport_is_an_error() {
+    let bad = BASE.replace("\"tcpcm\"", "\"quic\"");
+    let e = Scenario::from_toml(&bad).expect_err("must fail");
+    assert!(matches!(e, ScenarioError::Invalid(_)), "{e}");
+    assert!(e.to_string().contains("unknown transport"), "{e}");
+}
+
+#[test]
+fn bad_values_are_errors() {
+    for (from, to) in [
+        ("rate_bps = 1_000_000", "rate_bps = 0"),
+        ("duration = 5.0", "duration = -1.0"),
+        ("transport = \"web\"", "transport = \"web\"\nstart = -2.0"),
+        ("seed = 7", "seed = 7\nbogus = 1"),
+    ] {
+        let text = BASE.replace(from, to);
+        assert!(Scenario::from_toml(&text).is_err(), "{to}");
+    }
+}
+
+#[test]
+fn shipped_scenarios_parse() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments/scenarios");
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).expect("dir") {
+        let p = e.expect("entry").path();
+        let text = std::fs::read_to_string(&p).expect("read");
+        Scenario::from_toml(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        n += 1;
+    }
+    assert!(n >= 2);
+}
