@@ -20,7 +20,9 @@ pub(crate) struct AgingState {
     pub next: Instant,
     /// The rate when feedback stopped; the open-loop rate is
     /// `rate0 / 2^steps`, decaying on below the controller's window floor.
-    pub rate0: Option<Rate>,
+    /// Always known: without an RTT sample it is window / initial RTO, so
+    /// open-loop sending is never unpaced.
+    pub rate0: Rate,
 }
 
 /// Recent loss fraction, weighted by bytes over about eight windows.
@@ -134,12 +136,9 @@ impl Macroflow {
     /// exponentially even after the window reaches its one-MTU floor.
     pub fn shaping_rate(&self) -> Option<Rate> {
         match self.aging {
-            Some(a) if a.steps > 0 => {
-                let r0 = a.rate0.or_else(|| self.controller.rate(self.rtt.srtt()))?;
-                Some(Rate::from_bytes_per_sec(
-                    r0.bytes_per_sec() >> a.steps.min(63),
-                ))
-            }
+            Some(a) if a.steps > 0 => Some(Rate::from_bytes_per_sec(
+                a.rate0.bytes_per_sec() >> a.steps.min(63),
+            )),
             _ => self.controller.pacing_rate(self.rtt.srtt()),
         }
     }

@@ -528,3 +528,31 @@ fn empty_macroflows_linger_then_are_collected() {
         Some(Error::UnknownMacroflow(mf))
     );
 }
+
+/// Regression: a macroflow that never got an RTT sample used to age into an
+/// unpaced open loop, so request → grant → request granted without end at
+/// one instant. Open loop must be paced (sigcomm1999 §4.4): window over the
+/// initial RTO (RFC 6298 §2.1) when there is no srtt.
+#[test]
+fn aging_without_any_rtt_sample_stays_paced() {
+    let (mut cm, c) = setup();
+    let f = cm.open(at(0), c, addr(1, 1)).unwrap();
+    cm.request(at(0), f).unwrap();
+    let mut now = at(0);
+    let mut granted = 0u64;
+    // No feedback ever: aging starts after the initial RTO (1 s).
+    while now < at(3_000) {
+        for (g, b) in grants(&mut cm) {
+            cm.notify(now, g, b).unwrap();
+            cm.request(now, g).unwrap();
+            granted += b.get();
+            assert!(granted < 1_000_000, "unpaced open loop at {now}");
+        }
+        now += ms(1);
+        cm.handle_timeout(now);
+    }
+    let info = cm.macroflow_info(cm.macroflow_of(f).unwrap()).unwrap();
+    assert!(info.aging_steps > 0, "aging engaged");
+    // Initial window, then at most window/1s halving every second.
+    assert!(granted <= 10 * MTU + 10 * MTU, "granted {granted}");
+}

@@ -12,7 +12,7 @@ use crate::macroflow::{AgingState, Macroflow};
 use crate::manager::CongestionManager;
 use crate::manager::send::MAX_BYTES;
 use crate::time::{Duration, Instant};
-use crate::units::Bytes;
+use crate::units::{Bytes, Rate};
 
 /// At most this many aging halvings are applied in one catch-up; after 64
 /// halvings any window is at its floor anyway.
@@ -108,7 +108,15 @@ impl CongestionManager {
         }
         .unwrap_or(initial_rto)
         .max(Duration::from_micros(1));
-        let rate0 = m.controller.rate(m.rtt.srtt());
+        // The open-loop rate starts from window/srtt; with no RTT sample at
+        // all, from window / initial RTO (RFC 6298 §2.1's conservative RTT),
+        // never unpaced: open loop means no feedback to stop a burst.
+        let window = m.controller.window();
+        let rate0 = m
+            .controller
+            .rate(m.rtt.srtt())
+            .or_else(|| Rate::per(window, initial_rto))
+            .unwrap_or(Rate::ZERO);
         let st = m.aging.get_or_insert(AgingState {
             steps: 0,
             next: due,
