@@ -4,6 +4,10 @@
 pub mod aging;
 pub mod alf;
 pub mod alf_error;
+pub mod experiments;
 pub mod hosts;
+pub mod plot;
+pub mod progress;
 pub mod run;
 pub mod scenario;
+pub mod sched;
