@@ -1,0 +1,264 @@
+//! The papers' experiments: each module runs a deterministic sweep of
+//! scenarios and returns an [`Output`] (CSV rows, a plot, metrics beside
+//! the paper's numbers, notes); [`write`] puts them in a directory as
+//! `<name>.csv`, `<name>.svg` and `<name>.json`, and [`report`] renders a
+//! markdown table of all of them.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::plot::Plot;
+use crate::progress::Progress;
+use crate::scenario::{Bottleneck, Scenario, ScenarioError};
+
+pub mod seq_trace;
+pub mod sharing;
+pub mod tcp_friendly;
+pub mod web4;
+
+/// Why an experiment failed to run.
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentError {
+    /// No experiment of that name.
+    #[error("unknown experiment {0:?} (try `list`)")]
+    Unknown(String),
+    /// A scenario failed.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// Writing outputs failed.
+    #[error("writing {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// One claim checked against the paper.
+#[derive(Clone, Debug)]
+pub struct Check {
+    /// Metric name.
+    pub metric: String,
+    /// Our value.
+    pub ours: f64,
+    /// The paper's value (text).
+    pub paper: String,
+    /// Acceptance rule (text).
+    pub accept: String,
+    /// Whether ours passes.
+    pub pass: bool,
+}
+
+/// What an experiment produces.
+#[derive(Clone, Debug)]
+pub struct Output {
+    /// Experiment name.
+    pub name: String,
+    /// CSV text, header first.
+    pub csv: String,
+    /// The figure.
+    pub plot: Plot,
+    /// Metrics (JSON object).
+    pub metrics: Value,
+    /// The paper's numbers (JSON object).
+    pub paper: Value,
+    /// Checks against the paper.
+    pub checks: Vec<Check>,
+    /// How to read the numbers: choices made, deviations, evidence.
+    pub notes: Vec<String>,
+    /// Rounded summary lines (snapshot-tested).
+    pub summary: Vec<String>,
+}
+
+/// Run parameters.
+#[derive(Clone, Copy, Debug)]
+pub struct Opts {
+    /// Small variant for tests.
+    pub quick: bool,
+    /// No progress bar.
+    pub quiet: bool,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+/// An experiment entry point.
+pub type RunFn = fn(&Opts) -> Result<Output, ExperimentError>;
+
+/// Every experiment: name, description, entry point.
+pub const EXPERIMENTS: &[(&str, &str, RunFn)] = &[
+    (
+        "tcp-friendly",
+        "sigcomm1999 Fig 6 §4.1: TCP/CM vs NewReno throughput and loss, 100k-10M bit/s",
+        tcp_friendly::run,
+    ),
+    (
+        "sharing",
+        "cm-implementation-linux Fig 7 §4.3: 9 sequential 128 KB retrievals, TCP/CM remembers",
+        sharing::run,
+    ),
+    (
+        "web4",
+        "sigcomm1999 Fig 14 §5.1: 4 concurrent connections, NewReno vs TCP/CM fairness",
+        web4::run,
+    ),
+    (
+        "seq-trace",
+        "sigcomm1999 Fig 5: sequence traces of TCP/CM and NewReno with web background",
+        seq_trace::run,
+    ),
+];
+
+/// Runs experiment `name`.
+pub fn run(name: &str, opts: &Opts) -> Result<Output, ExperimentError> {
+    let f = EXPERIMENTS
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .ok_or_else(|| ExperimentError::Unknown(name.to_string()))?
+        .2;
+    f(opts)
+}
+
+impl Output {
+    /// The `<name>.json` document.
+    pub fn json(&self) -> Value {
+        let checks: Vec<Value> = self
+            .checks
+            .iter()
+            .map(|c| {
+                json!({"metric": c.metric, "ours": c.ours, "paper": c.paper,
+                       "accept": c.accept, "pass": c.pass})
+            })
+            .collect();
+        json!({
+            "experiment": self.name,
+            "metrics": self.metrics,
+            "paper": self.paper,
+            "checks": checks,
+            "notes": self.notes,
+        })
+    }
+
+    /// Whether every check passes.
+    pub fn pass(&self) -> bool {
+        self.checks.iter().all(|c| c.pass)
+    }
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), ExperimentError> {
+    std::fs::write(path, text).map_err(|source| ExperimentError::Io {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Writes `<dir>/<name>.{csv,svg,json}`.
+pub fn write(out: &Output, dir: &Path) -> Result<(), ExperimentError> {
+    std::fs::create_dir_all(dir).map_err(|source| ExperimentError::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    write_file(&dir.join(format!("{}.csv", out.name)), &out.csv)?;
+    write_file(&dir.join(format!("{}.svg", out.name)), &out.plot.to_svg())?;
+    let json = serde_json::to_string_pretty(&out.json()).unwrap_or_default();
+    write_file(&dir.join(format!("{}.json", out.name)), &json)
+}
+
+/// The markdown report of several experiments: our numbers beside the paper's.
+pub fn report(outs: &[Output], quick: bool) -> String {
+    let mut s = String::from("# Congestion Manager experiments\n\n");
+    if quick {
+        s.push_str("Quick variants (fewer seeds/conditions): numbers are indicative only.\n\n");
+    }
+    for o in outs {
+        let _ = writeln!(s, "## {}\n", o.name);
+        s.push_str("| metric | ours | paper | accept | pass |\n|---|---|---|---|---|\n");
+        for c in &o.checks {
+            let _ = writeln!(
+                s,
+                "| {} | {:.3} | {} | {} | {} |",
+                c.metric,
+                c.ours,
+                c.paper,
+                c.accept,
+                if c.pass { "yes" } else { "**no**" }
+            );
+        }
+        s.push_str("\n```\n");
+        for l in &o.summary {
+            let _ = writeln!(s, "{l}");
+        }
+        s.push_str("```\n\n");
+        for n in &o.notes {
+            let _ = writeln!(s, "- {n}");
+        }
+        let _ = writeln!(s, "\nFiles: `{0}.csv`, `{0}.svg`, `{0}.json`.\n", o.name);
+    }
+    s
+}
+
+/// A progress bar for `n` runs of experiment `name`.
+pub(crate) fn progress(name: &str, n: usize, opts: &Opts) -> Progress {
+    Progress::new(name, n, opts.quiet)
+}
+
+/// A dumbbell scenario with no flows: `rate_bps`, `one_way_ms` path delay,
+/// BDP queue (sigcomm1999 §4.1).
+pub(crate) fn base(name: &str, rate_bps: u64, one_way_ms: f64, secs: f64, seed: u64) -> Scenario {
+    Scenario {
+        name: name.to_string(),
+        duration: secs,
+        seed,
+        mss: 1460,
+        bottleneck: Bottleneck {
+            rate_bps,
+            delay_ms: one_way_ms,
+            queue: Some("bdp".into()),
+            queue_packets: None,
+            queue_bytes: None,
+            loss: 0.0,
+            reverse_rate_bps: None,
+        },
+        access: crate::scenario::Access::default(),
+        flows: Vec::new(),
+    }
+}
+
+/// The median (mean of the middle two for even lengths); NaN if empty.
+pub fn median(v: &[f64]) -> f64 {
+    let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Jain's fairness index `(Σx)² / (n Σx²)`.
+pub fn jain(x: &[f64]) -> f64 {
+    let s: f64 = x.iter().sum();
+    let q: f64 = x.iter().map(|v| v * v).sum();
+    if q == 0.0 {
+        1.0
+    } else {
+        s * s / (x.len() as f64 * q)
+    }
+}
+
+/// A check.
+pub(crate) fn check(metric: &str, ours: f64, paper: &str, accept: &str, pass: bool) -> Check {
+    Check {
+        metric: metric.into(),
+        ours,
+        paper: paper.into(),
+        accept: accept.into(),
+        pass,
+    }
+}
