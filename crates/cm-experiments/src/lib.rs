@@ -3,6 +3,7 @@
 
 pub mod experiments;
 pub mod hosts;
+pub mod layered_audio;
 pub mod plot;
 pub mod progress;
 pub mod run;

@@ -159,6 +159,9 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
     }
     let mut receivers: Vec<ReceiverHost> =
         d.right_hosts.iter().map(|_| ReceiverHost::new()).collect();
+    if let Some(w) = s.rcv_wnd {
+        receivers.iter_mut().for_each(|r| r.set_rcv_wnd(w));
+    }
     let end = secs(s.duration);
     // Per flow: (tag, host index, receiver index, conn index if a plain TCP flow, web index).
     let mut placed = Vec::new();

@@ -235,6 +235,9 @@ pub struct Scenario {
     /// TCP MSS and CM MTU, bytes.
     #[serde(default = "default_mss")]
     pub mss: u32,
+    /// Advertised receive window of every TCP receiver, bytes (default 65536).
+    #[serde(default)]
+    pub rcv_wnd: Option<u32>,
     /// The bottleneck.
     pub bottleneck: Bottleneck,
     /// The access links.
@@ -275,6 +278,9 @@ impl Scenario {
         if self.mss == 0 || self.mss > 65_000 {
             return bad(format!("mss must be in 1..=65000, got {}", self.mss));
         }
+        if self.rcv_wnd == Some(0) {
+            return bad("rcv_wnd must be > 0".into());
+        }
         let b = &self.bottleneck;
         if b.rate_bps == 0 || b.reverse_rate_bps == Some(0) {
             return bad("bottleneck rate_bps must be > 0".into());
@@ -301,7 +307,8 @@ impl Scenario {
                 return bad(format!("queue must be \"bdp\", got {q:?}"));
             }
         }
-        if self.access.rate_bps == 0 || !(self.access.delay_ms >= 0.0) {
+        if self.access.rate_bps == 0 || self.access.delay_ms.is_nan() || self.access.delay_ms < 0.0
+        {
             return bad("access rate_bps must be > 0 and delay_ms >= 0".into());
         }
         let mut names = std::collections::BTreeSet::new();
@@ -339,7 +346,9 @@ impl Scenario {
                 (_, Some(0)) => return bad(format!("flow {:?}: rate_bps must be > 0", f.name)),
                 _ => {}
             }
-            if f.mean_bytes.is_some_and(|m| !(m >= 1.0)) || f.think_s.is_some_and(|m| !(m > 0.0)) {
+            if f.mean_bytes.is_some_and(|m| m.is_nan() || m < 1.0)
+                || f.think_s.is_some_and(|m| m.is_nan() || m <= 0.0)
+            {
                 return bad(format!(
                     "flow {:?}: mean_bytes >= 1 and think_s > 0",
                     f.name

@@ -14,7 +14,10 @@ use crate::progress::par_map;
 use crate::run::run_traced;
 use crate::scenario::{FlowSpec, Transport};
 
-fn one(t: Transport, secs: f64) -> Result<(Vec<(f64, f64)>, f64, u64), ExperimentError> {
+/// A sequence trace, goodput (bit/s) and retransmit count.
+type TraceRun = (Vec<(f64, f64)>, f64, u64);
+
+fn one(t: Transport, secs: f64) -> Result<TraceRun, ExperimentError> {
     let mut s = base("seq-trace", 1_000_000, 60.0, secs, 1);
     let mut f = FlowSpec::new("test", t);
     f.host = Some("sender".into());

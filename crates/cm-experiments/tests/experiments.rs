@@ -1,0 +1,82 @@
+//! The `--quick` experiments reproduce the papers' properties; their
+//! rounded summaries are snapshot-tested (regenerate with
+//! `UPDATE_SNAPSHOTS=1 cargo test --release -p cm-experiments --test experiments`).
+
+use cm_experiments::experiments::{self, EXPERIMENTS, Opts, Output};
+
+const OPTS: Opts = Opts {
+    quick: true,
+    quiet: true,
+    threads: 2,
+};
+
+fn metric(o: &Output, name: &str) -> f64 {
+    o.metrics[name].as_f64().unwrap_or(f64::NAN)
+}
+
+fn run(name: &str) -> Output {
+    experiments::run(name, &OPTS).expect("experiment runs")
+}
+
+#[test]
+fn tcp_friendly_ratio_is_near_one() {
+    let o = run("tcp-friendly");
+    let m = metric(&o, "median_ratio");
+    assert!((0.8..=1.25).contains(&m), "median_ratio {m}");
+}
+
+#[test]
+fn sharing_later_requests_are_faster() {
+    let o = run("sharing");
+    let m = metric(&o, "later_improvement");
+    assert!(m >= 0.30, "later_improvement {m}");
+}
+
+#[test]
+fn web4_cm_is_fairer() {
+    let o = run("web4");
+    let (c, n) = (metric(&o, "jain_cm"), metric(&o, "jain_newreno"));
+    assert!(c >= 0.99 && c > n, "jain_cm {c} jain_newreno {n}");
+}
+
+#[test]
+fn seq_trace_produces_both_traces() {
+    let o = run("seq-trace");
+    assert!(o.csv.contains("Tcpcm,") && o.csv.contains("Newreno,"));
+    assert_eq!(o.plot.series.len(), 2);
+    assert!(o.plot.series.iter().all(|s| s.points.len() > 100));
+}
+
+#[test]
+fn quick_summaries_match_snapshot() {
+    let mut text = String::new();
+    for (name, _, _) in EXPERIMENTS {
+        let o = run(name);
+        text.push_str(&format!("## {name}\n"));
+        for l in &o.summary {
+            text.push_str(l);
+            text.push('\n');
+        }
+        // The JSON document has the agreed shape.
+        let j = o.json();
+        assert_eq!(j["experiment"], *name);
+        assert!(j["metrics"].is_object() && j["paper"].is_object());
+    }
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots/quick.txt");
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"))
+            .expect("mkdir");
+        std::fs::write(path, &text).expect("write snapshot");
+    }
+    let want =
+        std::fs::read_to_string(path).expect("snapshot exists (run with UPDATE_SNAPSHOTS=1)");
+    assert_eq!(
+        text, want,
+        "summaries changed; regenerate with UPDATE_SNAPSHOTS=1 if intended"
+    );
+}
+
+#[test]
+fn unknown_experiment_is_an_error() {
+    assert!(experiments::run("nope", &OPTS).is_err());
+}
