@@ -1,6 +1,9 @@
 //! Simulated hosts that run the CM and its transports, scenarios as data, and the papers experiments.
 #![warn(missing_docs)]
 
+pub mod aging;
+pub mod alf;
+pub mod alf_error;
 pub mod experiments;
 pub mod hosts;
 pub mod layered_audio;
