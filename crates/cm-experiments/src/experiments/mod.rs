@@ -1,6 +1,6 @@
 //! The papers' experiments: each module runs a deterministic sweep of
 //! scenarios and returns an [`Output`] (CSV rows, a plot, metrics beside
-//! the paper's numbers, notes); [`write`] puts them in a directory as
+//! the paper's numbers, notes); [`write()`] puts them in a directory as
 //! `<name>.csv`, `<name>.svg` and `<name>.json`, and [`report`] renders a
 //! markdown table of all of them.
 
