@@ -53,14 +53,23 @@
 //      with L = 1 SMSS) and +max(1, SMSS*SMSS/cwnd) bytes per ACK in
 //      congestion avoidance (integer-truncated), i.e. cm-sim's
 //      Growth::AckCounting; cm-sim's Growth::ByteCounting (RFC 3465) differs.
-//   4. ns-3 computes ssthresh on loss as max(2 SMSS, BytesInFlight/2) where
-//      BytesInFlight is the RFC 6675-style "pipe" estimate of its scoreboard
-//      (without SACK, duplicate ACKs are counted as emulated SACKs), not
-//      RFC 5681's FlightSize = SND.NXT - SND.UNA. At the third dupack this
-//      is FlightSize minus 3 segments, so ns-3's ssthresh after fast
-//      retransmit is ~1.5 SMSS lower than an RFC 5681 implementation's.
+//   4. ns-3 computes ssthresh on fast retransmit as
+//      max(2 SMSS, (BytesInFlight + 1 SMSS) / 2), where BytesInFlight is the
+//      RFC 6675-style "pipe" of its scoreboard (without SACK, duplicate ACKs
+//      count as emulated SACKs), not RFC 5681's FlightSize = SND.NXT -
+//      SND.UNA. At the third dupack this is about FlightSize/2 - 1 SMSS
+//      (observed: cwnd 257 segments -> ssthresh 128 segments). Recovery is
+//      pipe-based: cwnd = ssthresh throughout (the dupack inflation only
+//      shows in the separate CongestionWindowInflated trace), cwnd = ssthresh
+//      on the full ACK. The RTO timer is restarted only on the FIRST partial
+//      ACK of a recovery (RFC 6582 "Impatient" variant, NewAck(ack,
+//      m_isFirstPartialAck)), so a window with many losses ends in an RTO
+//      (observed at 10 Mbit/s: the slow-start overshoot loses ~100 segments,
+//      three partial ACKs one RTT apart, then the RTO fires).
 //   5. ns-3's RTO = max(MinRto, SRTT + max(ClockGranularity = 1 ms,
-//      4 RTTVAR)); first RTO before any sample 1 s; SYN timeout
+//      4 RTTVAR)) -- MinRto = 200 ms is applied as set; the SYN/SYN-ACK
+//      exchange gives the first RTT sample (RTO 360 ms once connected);
+//      first RTO before any sample 1 s; SYN timeout
 //      (ConnTimeout) 3 s instead of 1 s; max RTO 60 s. No SYN is lost here.
 //   6. Handshake: ns-3 does a 3-way handshake (SYN, SYN-ACK, ACK) with
 //      window scaling and no SACK-permitted/timestamp options; the SYN is
@@ -190,6 +199,35 @@ RtoChange(uint32_t i, Time, Time now)
     }
 }
 
+void
+AckChange(uint32_t i, SequenceNumber32, SequenceNumber32 now)
+{
+    if (g_traceCwnd)
+    {
+        std::cerr << Simulator::Now().GetSeconds() << " flow" << i << " ack " << now << "\n";
+    }
+}
+
+void
+InflChange(uint32_t i, uint32_t, uint32_t now)
+{
+    if (g_traceCwnd)
+    {
+        std::cerr << Simulator::Now().GetSeconds() << " flow" << i << " cwnd_infl " << now
+                  << "\n";
+    }
+}
+
+void
+InFlightChange(uint32_t i, uint32_t, uint32_t now)
+{
+    if (g_traceCwnd)
+    {
+        std::cerr << Simulator::Now().GetSeconds() << " flow" << i << " inflight " << now
+                  << "\n";
+    }
+}
+
 // The BulkSend socket exists only once the application has started.
 void
 HookSocket(Ptr<BulkSendApplication> app, uint32_t i)
@@ -201,6 +239,13 @@ HookSocket(Ptr<BulkSendApplication> app, uint32_t i)
     tcp->TraceConnectWithoutContext("CongestionWindow", MakeBoundCallback(&CwndChange, i));
     tcp->TraceConnectWithoutContext("SlowStartThreshold", MakeBoundCallback(&SsthreshChange, i));
     tcp->TraceConnectWithoutContext("RTO", MakeBoundCallback(&RtoChange, i));
+    if (g_traceCwnd)
+    {
+        tcp->TraceConnectWithoutContext("HighestRxAck", MakeBoundCallback(&AckChange, i));
+        tcp->TraceConnectWithoutContext("CongestionWindowInflated",
+                                        MakeBoundCallback(&InflChange, i));
+        tcp->TraceConnectWithoutContext("BytesInFlight", MakeBoundCallback(&InFlightChange, i));
+    }
 }
 
 Ptr<Queue<Packet>>
