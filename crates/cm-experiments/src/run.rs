@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use cm_core::controller::{AimdConfig, ControllerConfig};
 use cm_core::{Config, Duration, Instant};
 use cm_sim::{DumbbellConfig, FlowTag, LinkConfig, NodeId, QueueLimit, Sim, dumbbell};
 use cm_transport::{AudioConfig, CcMode, TcpConfig};
@@ -144,8 +145,13 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
             .position(|x| x == n)
             .and_then(|i| nodes.get(i).copied())
     };
+    let iw = u64::from(s.cm_initial_window.unwrap_or(2)) * u64::from(s.mss);
     let cm_cfg = Config {
         mtu: cm_core::Bytes(u64::from(s.mss)),
+        controller: ControllerConfig::Aimd(AimdConfig {
+            initial_window: Some(cm_core::Bytes(iw)),
+            ..AimdConfig::default()
+        }),
         ..Config::default()
     };
     let mut hosts: Vec<CmHost> = Vec::new();

@@ -235,6 +235,11 @@ pub struct Scenario {
     /// TCP MSS and CM MTU, bytes.
     #[serde(default = "default_mss")]
     pub mss: u32,
+    /// Initial window of every CM macroflow, in MSS (default 2, the same as
+    /// the TCP flows' default, so TCP/CM and NewReno start alike; cm-core's
+    /// own default is RFC 6928's 10).
+    #[serde(default)]
+    pub cm_initial_window: Option<u32>,
     /// Advertised receive window of every TCP receiver, bytes (default 65536).
     #[serde(default)]
     pub rcv_wnd: Option<u32>,
@@ -277,6 +282,9 @@ impl Scenario {
         }
         if self.mss == 0 || self.mss > 65_000 {
             return bad(format!("mss must be in 1..=65000, got {}", self.mss));
+        }
+        if self.cm_initial_window == Some(0) {
+            return bad("cm_initial_window must be > 0".into());
         }
         if self.rcv_wnd == Some(0) {
             return bad("rcv_wnd must be > 0".into());

@@ -92,7 +92,8 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
             "[0.8, 1.25]",
             (0.8..=1.25).contains(&ratio),
         )],
-        notes: vec![format!(
+        notes: vec![
+            "CM macroflows start from a 2 MSS initial window, like NewReno (cm-core defaults to 10 MSS; see Scenario::cm_initial_window); the CM also paces its sends (shaper) where NewReno sends ACK-clocked bursts.".into(),format!(
             "1 Mbit/s, 60 ms one-way, queue = BDP, {secs} s, one web-like source (12 KB mean, 0.4 s think) from another host; each transfer runs alone with the background, seed 1."
         )],
         summary,

@@ -140,6 +140,7 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
                       "median_ratio": 1.0}),
         checks: vec![check("median_ratio", m, "≈ 1", "[0.8, 1.25]", (0.8..=1.25).contains(&m))],
         notes: vec![
+            "CM macroflows start from a 2 MSS initial window, like NewReno (cm-core defaults to 10 MSS; see Scenario::cm_initial_window); the CM also paces its sends (shaper) where NewReno sends ACK-clocked bursts.".into(),
             "Loss comes from the bottleneck's DropTail queue (BDP bytes), driven by the test flow itself and by web-like background traffic, not from random loss: two on/off sources per run, Pareto(α=1.2) transfer sizes with 12 KB mean, exponential think time chosen so each offers ≈1/8 of the bottleneck; the web sources use their own hosts (so they never share the test flow's CM).".into(),
             "Each condition (rate, delay, seed) is run twice with identical background parameters and seed: once with the test flow as TCP/CM, once as NewReno; the ratio is taken per condition, the metric is the median over all conditions.".into(),
             "Receivers advertise 1 MB so the window never caps throughput (with the 64 KB default both transports stalled at ≈4.1 Mbit/s on the 10 Mbit/s, 60 ms path).".into(),
