@@ -269,3 +269,24 @@ fn receiver_window_limits_the_flight() {
     }));
     assert_eq!(max_out, 4 * MSS);
 }
+
+#[test]
+fn many_holes_in_one_window_end_in_a_timeout_not_one_rtt_per_hole() {
+    // RFC 6582 §3.2 step 5 / §4 (Impatient): only the first partial ACK
+    // restarts the retransmission timer, so twenty holes in one window are
+    // repaired by a timeout and go-back-N, not by twenty round trips of
+    // partial ACKs (which "Slow-but-Steady" would take).
+    let total = 400 * MSS;
+    let drops: Vec<u64> = (60..100).step_by(2).collect();
+    let mut c = conn(
+        bulk(total),
+        TcpReceiverConfig::default(),
+        clean_pipe().drop(&drops),
+    );
+    assert!(c.run_until(secs(60), |c| c.snd.is_complete()));
+    assert_eq!(c.rcv.bytes_delivered(), total);
+    let st = c.snd.stats();
+    // Twenty holes at one per 40 ms round trip outlast the 200 ms RTO that
+    // only the first partial ACK restarted.
+    assert_eq!(st.timeouts, 1, "{st:?}");
+}

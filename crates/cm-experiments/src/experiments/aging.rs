@@ -22,17 +22,29 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
         .collect::<Result<_, _>>()
         .map_err(|e| ExperimentError::Setup(e.to_string()))?;
     let (lost_minrtt, lost_srtt) = totals(&runs);
-    let mut csv = String::from("mode,report_ms,queue_bdps,seed,sent_packets,lost_packets,goodput_bps,cross_lost\n");
+    let mut csv = String::from(
+        "mode,report_ms,queue_bdps,seed,sent_packets,lost_packets,goodput_bps,cross_lost\n",
+    );
     for r in &runs {
         let p = &r.params;
         let _ = writeln!(
             csv,
             "{},{},{},{},{},{},{:.0},{}",
-            r.mode, p.report_ms, p.queue_bdps, p.seed, r.sent_packets, r.lost_packets, r.goodput_bps, r.cross_lost
+            r.mode,
+            p.report_ms,
+            p.queue_bdps,
+            p.seed,
+            r.sent_packets,
+            r.lost_packets,
+            r.goodput_bps,
+            r.cross_lost
         );
     }
     // Losses per condition, summed over seeds, one series per mode.
-    let mut conds: Vec<(u64, u64)> = runs.iter().map(|r| (r.params.report_ms, r.params.queue_bdps)).collect();
+    let mut conds: Vec<(u64, u64)> = runs
+        .iter()
+        .map(|r| (r.params.report_ms, r.params.queue_bdps))
+        .collect();
     conds.sort_unstable();
     conds.dedup();
     let per = |mode: &str| -> Vec<(f64, f64)> {
@@ -42,7 +54,9 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
             .map(|(i, &(rep, q))| {
                 let lost: u64 = runs
                     .iter()
-                    .filter(|r| r.mode == mode && r.params.report_ms == rep && r.params.queue_bdps == q)
+                    .filter(|r| {
+                        r.mode == mode && r.params.report_ms == rep && r.params.queue_bdps == q
+                    })
                     .map(|r| r.lost_packets)
                     .sum();
                 (i as f64 + 1.0, lost as f64)
@@ -52,7 +66,12 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
     let mut summary: Vec<String> = conds
         .iter()
         .zip(per("minrtt").iter().zip(per("srtt")))
-        .map(|(&(rep, q), (a, b))| format!("report {rep} ms, queue {q} BDP: lost minrtt {}, srtt {}", a.1, b.1))
+        .map(|(&(rep, q), (a, b))| {
+            format!(
+                "report {rep} ms, queue {q} BDP: lost minrtt {}, srtt {}",
+                a.1, b.1
+            )
+        })
         .collect();
     summary.push(format!("lost_minrtt {lost_minrtt}, lost_srtt {lost_srtt}"));
     Ok(Output {

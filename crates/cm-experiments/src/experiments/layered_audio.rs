@@ -12,19 +12,40 @@ use crate::progress::par_map;
 /// Three seeds with the audio, and the same without it as a control.
 pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
     let secs = if opts.quick { 30 } else { 60 };
-    let jobs: Vec<(u64, bool)> = [1, 2, 3].into_iter().flat_map(|s| [(s, true), (s, false)]).collect();
-    let bar = progress("layered-audio", jobs.len(), opts);
-    let runs: Vec<AudioRun> = par_map(&jobs, opts.threads, &bar, |&(seed, audio)| run_with(secs, seed, audio))
+    let jobs: Vec<(u64, bool)> = [1, 2, 3]
         .into_iter()
-        .collect::<Result<_, _>>()
-        .map_err(|e| ExperimentError::Setup(e.to_string()))?;
+        .flat_map(|s| [(s, true), (s, false)])
+        .collect();
+    let bar = progress("layered-audio", jobs.len(), opts);
+    let runs: Vec<AudioRun> = par_map(&jobs, opts.threads, &bar, |&(seed, audio)| {
+        run_with(secs, seed, audio)
+    })
+    .into_iter()
+    .collect::<Result<_, _>>()
+    .map_err(|e| ExperimentError::Setup(e.to_string()))?;
     let mut csv = String::from("seed,audio,newreno_kbps,audio_kbps,tcpcm_kbps,most_used_kbps\n");
     for (r, &(_, a)) in runs.iter().zip(&jobs) {
-        let _ = writeln!(csv, "{},{a},{:.1},{:.1},{:.1},{}", r.seed, r.newreno_kbps, r.audio_kbps, r.tcpcm_kbps, r.most_used_kbps);
+        let _ = writeln!(
+            csv,
+            "{},{a},{:.1},{:.1},{:.1},{}",
+            r.seed, r.newreno_kbps, r.audio_kbps, r.tcpcm_kbps, r.most_used_kbps
+        );
     }
-    let with: Vec<&AudioRun> = runs.iter().zip(&jobs).filter(|(_, j)| j.1).map(|(r, _)| r).collect();
-    let ctrl: Vec<&AudioRun> = runs.iter().zip(&jobs).filter(|(_, j)| !j.1).map(|(r, _)| r).collect();
-    let mean = |v: &[&AudioRun], f: fn(&AudioRun) -> f64| v.iter().map(|r| f(r)).sum::<f64>() / v.len().max(1) as f64;
+    let with: Vec<&AudioRun> = runs
+        .iter()
+        .zip(&jobs)
+        .filter(|(_, j)| j.1)
+        .map(|(r, _)| r)
+        .collect();
+    let ctrl: Vec<&AudioRun> = runs
+        .iter()
+        .zip(&jobs)
+        .filter(|(_, j)| !j.1)
+        .map(|(r, _)| r)
+        .collect();
+    let mean = |v: &[&AudioRun], f: fn(&AudioRun) -> f64| {
+        v.iter().map(|r| f(r)).sum::<f64>() / v.len().max(1) as f64
+    };
     let newreno = mean(&with, |r| r.newreno_kbps);
     let audio = mean(&with, |r| r.audio_kbps);
     let tcpcm = mean(&with, |r| r.tcpcm_kbps);
@@ -39,10 +60,16 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
             }
         }
     }
-    let most_used = enc.iter().copied().fold((0, -1.0), |b, e| if e.1 > b.1 { e } else { b }).0;
+    let most_used = enc
+        .iter()
+        .copied()
+        .fold((0, -1.0), |b, e| if e.1 > b.1 { e } else { b })
+        .0;
     let total: f64 = enc.iter().map(|e| e.1).sum();
     let summary = vec![
-        format!("newreno {newreno:.0} kbit/s, audio {audio:.0}, tcpcm {tcpcm:.0}, (audio+tcpcm)/newreno {ratio:.2}"),
+        format!(
+            "newreno {newreno:.0} kbit/s, audio {audio:.0}, tcpcm {tcpcm:.0}, (audio+tcpcm)/newreno {ratio:.2}"
+        ),
         format!("control without audio: tcpcm/newreno {ctrl_ratio:.2}"),
         format!("most used encoding {most_used} kbit/s"),
     ];

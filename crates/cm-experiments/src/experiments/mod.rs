@@ -13,6 +13,9 @@ use crate::plot::Plot;
 use crate::progress::Progress;
 use crate::scenario::{Bottleneck, Scenario, ScenarioError};
 
+pub mod aging;
+pub mod layered_audio;
+pub mod scheduler;
 pub mod seq_trace;
 pub mod sharing;
 pub mod tcp_friendly;
@@ -27,6 +30,9 @@ pub enum ExperimentError {
     /// A scenario failed.
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
+    /// A simulation could not be set up (topology or configuration).
+    #[error("setup: {0}")]
+    Setup(String),
     /// Writing outputs failed.
     #[error("writing {path}: {source}")]
     Io {
@@ -108,6 +114,21 @@ pub const EXPERIMENTS: &[(&str, &str, RunFn)] = &[
         "seq-trace",
         "sigcomm1999 Fig 5: sequence traces of TCP/CM and NewReno with web background",
         seq_trace::run,
+    ),
+    (
+        "aging",
+        "sigcomm1999 Fig 12 §4.4: exponential aging half-life, minimum RTT vs srtt",
+        aging::run,
+    ),
+    (
+        "scheduler",
+        "sigcomm1999 Fig 13 §4.6: staggered flows converge to equal and 1:2:4 shares",
+        scheduler::run,
+    ),
+    (
+        "layered-audio",
+        "sigcomm1999 Fig 15 §5.2: layered audio + TCP/CM on the CM vs one NewReno",
+        layered_audio::run,
     ),
 ];
 

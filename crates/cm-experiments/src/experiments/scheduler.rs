@@ -21,26 +21,44 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
     let mut series = Vec::new();
     let mut summary = Vec::new();
     for r in &runs {
-        let w = r.params.weights.iter().map(u32::to_string).collect::<Vec<_>>().join(":");
+        let w = r
+            .params
+            .weights
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(":");
         for (i, rates) in r.rates_bps.iter().enumerate() {
             for (s, x) in rates.iter().enumerate() {
                 let _ = writeln!(csv, "{w},{i},{s},{x:.0}");
             }
             series.push(Series {
                 label: format!("{w} flow {} (w={})", i + 1, r.params.weights[i]),
-                points: rates.iter().enumerate().map(|(s, x)| (s as f64 + 0.5, x / 1e3)).collect(),
+                points: rates
+                    .iter()
+                    .enumerate()
+                    .map(|(s, x)| (s as f64 + 0.5, x / 1e3))
+                    .collect(),
                 style: Style::Line,
             });
         }
         summary.push(format!(
             "weights {w}: shares {}, share_error {:.3}, convergence {} s",
-            r.shares.iter().map(|s| format!("{s:.3}")).collect::<Vec<_>>().join("/"),
+            r.shares
+                .iter()
+                .map(|s| format!("{s:.3}"))
+                .collect::<Vec<_>>()
+                .join("/"),
             r.share_error,
-            r.convergence_s.map_or("never".into(), |c| format!("{c:.0}"))
+            r.convergence_s
+                .map_or("never".into(), |c| format!("{c:.0}"))
         ));
     }
     let share_error = runs.iter().map(|r| r.share_error).fold(0.0, f64::max);
-    let convergence = runs.iter().map(|r| r.convergence_s.unwrap_or(f64::INFINITY)).fold(0.0, f64::max);
+    let convergence = runs
+        .iter()
+        .map(|r| r.convergence_s.unwrap_or(f64::INFINITY))
+        .fold(0.0, f64::max);
     Ok(Output {
         name: "scheduler".into(),
         csv,

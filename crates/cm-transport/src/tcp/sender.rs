@@ -83,6 +83,9 @@ pub struct TcpSender {
     rto_at: Option<Instant>,
     dupacks: u32,
     in_recovery: bool,
+    /// Whether a partial ACK already restarted the retransmission timer in
+    /// this recovery (RFC 6582 §3.2 step 5: only the first one does).
+    partial_restarted: bool,
     /// RFC 6582 `recover`, stored as one past the highest byte sent.
     recover: u64,
     /// A hole to retransmit (fast retransmit or partial ACK).
@@ -130,6 +133,7 @@ impl TcpSender {
             rto_at: None,
             dupacks: 0,
             in_recovery: false,
+            partial_restarted: false,
             recover: 0,
             rexmit: None,
             ledger: Ledger::default(),
@@ -432,6 +436,7 @@ impl TcpSender {
             self.rexmit = None;
         }
         let flight = self.snd_max - self.snd_una;
+        let mut restart_timer = true;
         if self.in_recovery {
             if ack >= self.recover {
                 // RFC 6582 §3.2 step 3: full acknowledgment, leave recovery.
@@ -445,6 +450,13 @@ impl TcpSender {
                 // the next hole.
                 self.stats.partial_acks += 1;
                 self.rexmit = Some(self.snd_una);
+                // "If this is the first partial ACK during fast recovery,
+                // also reset the retransmit timer" (RFC 6582 §3.2 step 5,
+                // the Impatient variant of §4): with many losses in one
+                // window, a timeout then repairs them by going back N
+                // instead of one hole per round trip.
+                restart_timer = !self.partial_restarted;
+                self.partial_restarted = true;
                 if let Some(cc) = self.cc.as_mut() {
                     cc.on_partial_ack(acked);
                 }
@@ -455,10 +467,14 @@ impl TcpSender {
                 cc.on_ack(acked);
             }
         }
-        // RFC 6298 §5.2-5.3: stop when all is acked, else restart. Restarting
-        // on every partial ACK is RFC 6582 §4's "Slow-but-Steady" variant.
-        self.rto_at =
-            (flight > 0 || (self.fin_sent && !self.fin_acked)).then(|| now + self.rtt.rto());
+        // RFC 6298 §5.2-5.3: stop when all is acked, else restart (in
+        // recovery, only on the first partial ACK, above).
+        let outstanding = flight > 0 || (self.fin_sent && !self.fin_acked);
+        if !outstanding {
+            self.rto_at = None;
+        } else if restart_timer || self.rto_at.is_none() {
+            self.rto_at = Some(now + self.rtt.rto());
+        }
         if let Some(cm) = self.cm.as_mut() {
             // RFC 3124 §5.1.1: an ACK for new data reports the bytes it
             // acknowledges, with the RTT sample if valid.
@@ -483,6 +499,7 @@ impl TcpSender {
             // `recover`, so stale dupacks after a timeout do not trigger
             // another reduction); RFC 5681 §3.2 step 2.
             self.in_recovery = true;
+            self.partial_restarted = false;
             self.recover = self.snd_max;
             self.stats.fast_retransmits += 1;
             self.rexmit = Some(self.snd_una);
