@@ -189,7 +189,10 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
             flow: f.name.clone(),
             source: e,
         };
-        let start = secs(f.start);
+        // Seeded per-flow start jitter (Scenario::start_jitter_ms).
+        let mut state = s.seed ^ (k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let u = (cm_sim::splitmix64(&mut state) >> 11) as f64 / (1u64 << 53) as f64;
+        let start = secs(f.start + u * s.start_jitter_ms / 1e3);
         let stop = f.stop.map(secs).unwrap_or(end);
         let host = &mut hosts[hi];
         let (conn, web) = match t {

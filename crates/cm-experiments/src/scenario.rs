@@ -243,6 +243,12 @@ pub struct Scenario {
     /// Advertised receive window of every TCP receiver, bytes (default 65536).
     #[serde(default)]
     pub rcv_wnd: Option<u32>,
+    /// Every flow starts up to this many milliseconds after its `start`,
+    /// uniformly at random from the seed (default 0: no jitter). Like the
+    /// ns-3 counterpart's start jitter, it is what makes seeds differ in a
+    /// scenario with no other randomness.
+    #[serde(default)]
+    pub start_jitter_ms: f64,
     /// The bottleneck.
     pub bottleneck: Bottleneck,
     /// The access links.
@@ -288,6 +294,12 @@ impl Scenario {
         }
         if self.rcv_wnd == Some(0) {
             return bad("rcv_wnd must be > 0".into());
+        }
+        if !self.start_jitter_ms.is_finite() || self.start_jitter_ms < 0.0 {
+            return bad(format!(
+                "start_jitter_ms must be a finite, non-negative number of milliseconds, got {}",
+                self.start_jitter_ms
+            ));
         }
         let b = &self.bottleneck;
         if b.rate_bps == 0 || b.reverse_rate_bps == Some(0) {

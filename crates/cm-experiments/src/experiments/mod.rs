@@ -234,6 +234,7 @@ pub(crate) fn base(name: &str, rate_bps: u64, one_way_ms: f64, secs: f64, seed: 
         seed,
         mss: 1460,
         rcv_wnd: None,
+        start_jitter_ms: 0.0,
         cm_initial_window: None,
         bottleneck: Bottleneck {
             rate_bps,
