@@ -96,7 +96,7 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
         ],
         notes: vec![
             "0.5 Mbit/s, 60 ms one way, queue = BDP (about 5 packets); 150 kbit/s CBR cross traffic (the paper gives no rate); audio (cm_thresh 25%) and TCP/CM on one CM host to one receiver, NewReno from another host.".into(),
-            "Open finding: the audio's choice matches the paper (mostly 80 kbit/s), but audio + TCP/CM get about 1.75x NewReno. The control run without audio shows TCP/CM alone about equal to NewReno, and the CM's byte accounting for both flows is exact (sent = received + lost + in flight), so the audio's bytes come on top of the macroflow's fair share: a rate-clocked sender keeps its encoding through the macroflow's reductions until a threshold-crossing rate update steps it down. Under investigation.".into(),
+            "Open finding: the audio's choice matches the paper (mostly 80 kbit/s), but audio + TCP/CM get about 1.8x NewReno. The control run without audio shows TCP/CM alone about equal to NewReno, and the CM's byte accounting for both flows is exact (sent = received + lost + in flight). Evidence so far (cm sim, 60 s): loss rates differ by flow at the 5-packet queue (NewReno 14.2%, paced TCP/CM 6.7%, smooth audio 4.0%; NewReno 55 timeouts), so the macroflow's AIMD window settles higher; a deeper queue lowers the ratio (1.90 at 1 BDP, 1.44 at 2 BDP, 1.46 at 4 BDP) but does not remove it; the rate-clocked audio keeps sending (and its feedback keeps growing the shared window) through TCP/CM's timeouts. Separately, without the audio at a 4-BDP queue TCP/CM gets only 0.48x NewReno. Both need study before this experiment can pass.".into(),
         ],
         summary,
     })
