@@ -113,8 +113,13 @@ pub fn summary(s: &Sender, measured: StdDuration, drops: u64, json: bool) -> Res
             }
         })
         .collect();
-    let mut dsts: Vec<String> = flows.iter().map(|f| f.dst.clone()).collect();
-    dsts.dedup();
+    // Destinations in first-seen order, each once.
+    let mut dsts: Vec<String> = Vec::new();
+    for f in &flows {
+        if !dsts.contains(&f.dst) {
+            dsts.push(f.dst.clone());
+        }
+    }
     let macroflows = dsts
         .into_iter()
         .map(|d| {
