@@ -38,8 +38,9 @@ pub struct MacroflowInfo {
     pub in_flight: Bytes,
     /// Bytes granted and not yet notified.
     pub reserved: Bytes,
-    /// The shaper's credit in bytes (negative: the debt the last grant left,
-    /// repaid at the shaping rate before the next grant).
+    /// The shaper's credit in bytes as of its last grant decision (negative:
+    /// the debt the last grant left, repaid at the shaping rate before the
+    /// next grant).
     pub shaper_credit: i64,
     /// The rate the shaper releases grants at (`None`: unpaced).
     pub shaping_rate: Option<Rate>,
