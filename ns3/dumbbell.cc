@@ -119,6 +119,20 @@ BottleneckDrop(Ptr<const Packet> p)
 {
     ++g_bottleneckDrops;
     g_bottleneckDropBytes += p->GetSize();
+    if (g_traceCwnd)
+    {
+        // Packets dropped by the traffic-control layer already carry their
+        // IPv4 header; flow i's sink listens on port 5000 + i.
+        Ptr<Packet> c = p->Copy();
+        Ipv4Header ip;
+        TcpHeader h;
+        if (c->RemoveHeader(ip) != 0 && c->PeekHeader(h) != 0)
+        {
+            std::cerr << Simulator::Now().GetSeconds() << " flow"
+                      << (h.GetDestinationPort() - 5000) << " drop " << h.GetSequenceNumber()
+                      << "\n";
+        }
+    }
 }
 
 void
@@ -228,6 +242,16 @@ InFlightChange(uint32_t i, uint32_t, uint32_t now)
     }
 }
 
+void
+TxTrace(uint32_t i, Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase>)
+{
+    if (g_traceCwnd && p->GetSize() > 0)
+    {
+        std::cerr << Simulator::Now().GetSeconds() << " flow" << i << " tx "
+                  << h.GetSequenceNumber() << " " << p->GetSize() << "\n";
+    }
+}
+
 // The BulkSend socket exists only once the application has started.
 void
 HookSocket(Ptr<BulkSendApplication> app, uint32_t i)
@@ -245,6 +269,7 @@ HookSocket(Ptr<BulkSendApplication> app, uint32_t i)
         tcp->TraceConnectWithoutContext("CongestionWindowInflated",
                                         MakeBoundCallback(&InflChange, i));
         tcp->TraceConnectWithoutContext("BytesInFlight", MakeBoundCallback(&InFlightChange, i));
+        tcp->TraceConnectWithoutContext("Tx", MakeBoundCallback(&TxTrace, i));
     }
 }
 
@@ -416,14 +441,14 @@ main(int argc, char* argv[])
     for (uint32_t i = 0; i < nFlows; ++i)
     {
         PacketSinkHelper sinkHelper("ns3::TcpSocketFactory",
-                                    InetSocketAddress(Ipv4Address::GetAny(), port));
+                                    InetSocketAddress(Ipv4Address::GetAny(), port + i));
         ApplicationContainer sa = sinkHelper.Install(receivers.Get(i));
         sa.Start(Seconds(0.0));
         sa.Stop(Seconds(duration + 1.0));
         sinks[i] = DynamicCast<PacketSink>(sa.Get(0));
 
         BulkSendHelper bulk("ns3::TcpSocketFactory",
-                            InetSocketAddress(rightIf[i].GetAddress(1), port));
+                            InetSocketAddress(rightIf[i].GetAddress(1), port + i));
         bulk.SetAttribute("MaxBytes", UintegerValue(0));
         bulk.SetAttribute("SendSize", UintegerValue(1460));
         ApplicationContainer ba = bulk.Install(senders.Get(i));
