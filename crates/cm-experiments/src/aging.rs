@@ -13,7 +13,7 @@ use cm_core::{Aging, Config, Duration, Instant, Rate};
 use cm_sim::{CbrSource, DumbbellConfig, FlowTag, QueueLimit, Sim, Sink, dumbbell};
 use serde::Serialize;
 
-use crate::alf::{AlfApp, AlfPacket, AlfReceiver, AlfSender, Reporting};
+use crate::alf::{AlfApp, AlfError, AlfPacket, AlfReceiver, AlfSender, Reporting};
 
 /// Parameters of one aging run.
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -56,7 +56,7 @@ const DATA: FlowTag = FlowTag(1);
 const CROSS: FlowTag = FlowTag(2);
 
 /// Run one scenario with the given aging half-life.
-pub fn run(p: AgingParams, aging: Aging) -> Result<AgingRun, crate::alf_error::AlfError> {
+pub fn run(p: AgingParams, aging: Aging) -> Result<AgingRun, AlfError> {
     let one_way = Duration::from_millis(p.one_way_ms);
     let mut cfg = DumbbellConfig::sigcomm1999(2, p.bottleneck_bps, one_way);
     if let QueueLimit::Bytes(b) = cfg.bottleneck.queue {
@@ -77,7 +77,7 @@ pub fn run(p: AgingParams, aging: Aging) -> Result<AgingRun, crate::alf_error::A
         AlfReceiver::new(Reporting::Every(Duration::from_millis(p.report_ms))),
     )?;
     let third = Duration::from_secs(p.seconds).as_micros() / 3;
-    let jitter = crate::alf_error::jitter(p.seed, p.report_ms * 1000);
+    let jitter = crate::seeded::below(p.seed, 0, p.report_ms * 1000);
     let on = Instant::from_micros(third + jitter);
     let off = Instant::from_micros(2 * third + jitter);
     let rate = Rate::from_bits_per_sec(p.cross_bps);

@@ -18,6 +18,20 @@ use cm_core::{
 };
 use cm_sim::{Ctx, FlowTag, Host, NodeId, Packet, Payload};
 
+/// Why an ALF experiment could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum AlfError {
+    /// The topology was rejected.
+    #[error(transparent)]
+    Topology(#[from] cm_sim::TopologyError),
+    /// The CM configuration was rejected.
+    #[error(transparent)]
+    Config(#[from] cm_core::ConfigError),
+    /// The sender host was not found after the run.
+    #[error("the ALF sender host is missing from the simulation")]
+    MissingHost,
+}
+
 /// IP + UDP header bytes added to every datagram on the wire.
 const HEADERS: u32 = 28;
 
@@ -75,8 +89,8 @@ pub struct AlfApp {
     pub weight: u32,
     flow: Option<FlowId>,
     next_seq: u64,
-    /// Sent and not yet reported: (seq, bytes, sent at).
-    unresolved: VecDeque<(u64, u64, Instant)>,
+    /// Sent and not yet reported: (seq, bytes).
+    unresolved: VecDeque<(u64, u64)>,
     received_reported: u64,
     /// Payload bytes the receiver reported, sampled at every report.
     pub progress: Vec<(Instant, u64)>,
@@ -185,7 +199,7 @@ impl AlfSender {
             let sent = if ctx.send(app.dst, app.tag, data).is_ok() {
                 app.next_seq += 1;
                 app.sent_bytes += bytes.get();
-                app.unresolved.push_back((seq, bytes.get(), now));
+                app.unresolved.push_back((seq, bytes.get()));
                 bytes
             } else {
                 Bytes::ZERO
@@ -208,8 +222,8 @@ impl AlfSender {
         };
         let Some(flow) = a.flow else { return };
         let mut nsent = 0;
-        while a.unresolved.front().is_some_and(|&(s, _, _)| s <= highest) {
-            if let Some((_, b, _)) = a.unresolved.pop_front() {
+        while a.unresolved.front().is_some_and(|&(s, _)| s <= highest) {
+            if let Some((_, b)) = a.unresolved.pop_front() {
                 nsent += b;
             }
         }

@@ -71,7 +71,7 @@ pub fn run_with(seconds: u64, seed: u64, audio: bool) -> Result<AudioRun, AudioE
     let (cm_rx, reno_rx, cbr_rx) = (d.right_hosts[0], d.right_hosts[1], d.right_hosts[2]);
     let mut sim = Sim::<Pkt>::new(d.topology, seed)?;
     let jitter = |k: u64| {
-        Instant::ZERO + Duration::from_micros(crate::alf_error::jitter(seed * 7 + k, 100_000))
+        Instant::ZERO + Duration::from_micros(crate::seeded::below(seed * 7 + k, 0, 100_000))
     };
 
     let mut cm = CmHost::new(cm_tx, Config::default())?;

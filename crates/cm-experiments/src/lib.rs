@@ -3,7 +3,6 @@
 
 pub mod aging;
 pub mod alf;
-pub mod alf_error;
 pub mod experiments;
 pub mod hosts;
 pub mod layered_audio;
@@ -12,3 +11,4 @@ pub mod progress;
 pub mod run;
 pub mod scenario;
 pub mod sched;
+pub mod seeded;

@@ -190,8 +190,7 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
             source: e,
         };
         // Seeded per-flow start jitter (Scenario::start_jitter_ms).
-        let mut state = s.seed ^ (k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let u = (cm_sim::splitmix64(&mut state) >> 11) as f64 / (1u64 << 53) as f64;
+        let u = crate::seeded::unit(s.seed, k as u64);
         let start = secs(f.start + u * s.start_jitter_ms / 1e3);
         let stop = f.stop.map(secs).unwrap_or(end);
         let host = &mut hosts[hi];

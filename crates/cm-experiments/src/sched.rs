@@ -10,8 +10,7 @@ use cm_core::{Config, Duration, Instant};
 use cm_sim::{DumbbellConfig, FlowTag, Sim, dumbbell};
 use serde::Serialize;
 
-use crate::alf::{AlfApp, AlfPacket, AlfReceiver, AlfSender, Reporting};
-use crate::alf_error::AlfError;
+use crate::alf::{AlfApp, AlfError, AlfPacket, AlfReceiver, AlfSender, Reporting};
 
 /// Parameters of a scheduler run.
 #[derive(Clone, Debug, Serialize)]
@@ -65,10 +64,7 @@ pub fn run(p: &SchedParams) -> Result<SchedRun, AlfError> {
     let last_start = p.stagger_s * (p.weights.len() as u64).saturating_sub(1);
     let total_s = last_start + p.measure_s;
     sim.run_until(Instant::ZERO + Duration::from_secs(total_s));
-    let host: Option<&AlfSender> = sim.host(tx);
-    let Some(host) = host else {
-        return Ok(empty(p));
-    };
+    let host: &AlfSender = sim.host(tx).ok_or(AlfError::MissingHost)?;
     let rates_bps: Vec<Vec<f64>> = host
         .apps
         .iter()
@@ -118,16 +114,6 @@ pub fn run(p: &SchedParams) -> Result<SchedRun, AlfError> {
         rates_bps,
         params: p.clone(),
     })
-}
-
-fn empty(p: &SchedParams) -> SchedRun {
-    SchedRun {
-        params: p.clone(),
-        rates_bps: Vec::new(),
-        convergence_s: None,
-        share_error: 1.0,
-        shares: Vec::new(),
-    }
 }
 
 /// The two runs of the experiment: equal weights, and weights 1:2:4.
