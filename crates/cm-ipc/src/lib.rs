@@ -1,0 +1,84 @@
+//! # cm-ipc: the Congestion Manager control protocol
+//!
+//! What a CM client (libcm) and the CM daemon (`cmd`) say to each other over
+//! the daemon's control socket: the papers' API calls as messages
+//! (cm-implementation-linux §2.1, §5 "bulk" calls), in a small versioned
+//! binary encoding. This crate does no I/O; it only encodes and decodes.
+//!
+//! ## Transport
+//!
+//! A Unix `SOCK_SEQPACKET` socket: message boundaries are kept by the
+//! kernel, so one socket message carries exactly one [`Frame`]. The
+//! control socket is what an application puts in its select/poll/epoll set
+//! (cm-implementation-linux §2.2: "select() on a single per-application CM
+//! control socket"); it is readable when grants or notifications wait.
+//!
+//! ## Frames and batching
+//!
+//! A frame is a header and up to [`MAX_MESSAGES`] messages:
+//!
+//! ```text
+//! frame   = magic:u16 "CM" (0x4d43 LE) | version:u8 | flags:u8 (0) | count:u16 | message*
+//! message = tag:u8 | len:u16 | body[len]
+//! ```
+//!
+//! All integers are little-endian. Batching is what makes the daemon fast:
+//! a cross-CPU wake-up costs ~50 µs on the target machine, so libcm sends
+//! the notifications, updates and requests of many packets in one frame,
+//! and the daemon answers with all the grants it issued in one frame
+//! (the generalisation of `cm_bulk_request`/`_notify`/`_update`/`_query`,
+//! cm-implementation-linux §5).
+//!
+//! ## Version
+//!
+//! [`VERSION`] is in every frame header; the first message a client sends
+//! is [`ToDaemon::Hello`], answered by [`ToClient::Welcome`] or an
+//! [`ErrorCode::UnsupportedVersion`] error. A frame of another version is
+//! rejected whole.
+//!
+//! ## Replies
+//!
+//! Calls that return a value (`open`, `query`, `mtu`, `getmacroflow`,
+//! `setmacroflow`, `stat`) carry a client-chosen `seq` that the reply
+//! echoes. Fire-and-forget calls (`request`, `notify`, `update`, `close`,
+//! `thresh`, ...) get no reply; if one fails the daemon sends an
+//! [`ToClient::Error`] with `seq` 0 naming the flow.
+//!
+//! ## Signed estimates
+//!
+//! Rates, RTTs and loss are encoded as signed values where negative means
+//! "no estimate yet" (the RFC 3124 `cm_query` defect, fixed as DESIGN.md
+//! asks).
+//!
+//! ```
+//! use cm_ipc::{Frame, ToDaemon};
+//! let mut f = Frame::new();
+//! f.push(&ToDaemon::Request { flow: 7, k: 4 });
+//! f.push(&ToDaemon::Notify { flow: 7, nsent: 1460 });
+//! let bytes = f.finish();
+//! let msgs: Vec<ToDaemon> = cm_ipc::decode_frame(&bytes).unwrap();
+//! assert_eq!(msgs[0], ToDaemon::Request { flow: 7, k: 4 });
+//! ```
+#![warn(missing_docs)]
+
+mod codec;
+mod frame;
+mod msg;
+pub mod stat;
+
+pub use codec::DecodeError;
+pub use frame::{Frame, decode_frame, decode_frame_into};
+pub use msg::Message;
+pub use msg::{ErrorCode, Estimate, FlowStat, MacroflowStat, ToClient, ToDaemon};
+
+/// Protocol version carried in every frame header.
+pub const VERSION: u8 = 1;
+
+/// Frame magic, "CM" read as a little-endian u16.
+pub const MAGIC: u16 = u16::from_le_bytes(*b"CM");
+
+/// Most messages one frame may carry.
+pub const MAX_MESSAGES: usize = 4096;
+
+/// Largest frame either side sends (well inside the default socket buffer).
+pub const MAX_FRAME: usize = 64 * 1024;

@@ -1,0 +1,276 @@
+//! Daemon mode: the CM runs in `cmd`; calls travel over its Unix
+//! `SOCK_SEQPACKET` control socket in batched frames (cm-ipc).
+//!
+//! Fire-and-forget calls (request, notify, update, close, thresh) are
+//! appended to an outgoing frame; [`crate::Cm`] flushes it after each call
+//! made outside a dispatch, and once at the end of a dispatch for calls
+//! made from callbacks, so a callback-driven sender pays one `send` per
+//! batch of packets, not per packet. Calls that return a value flush and
+//! wait for their reply, keeping any grants that arrive meanwhile.
+
+use std::collections::VecDeque;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::Path;
+
+use cm_ipc::{Frame, ToClient, ToDaemon, decode_frame_into};
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::io::Errno;
+use rustix::net::{
+    AddressFamily, RecvFlags, SendFlags, SocketAddrUnix, SocketFlags, SocketType, connect, recv,
+    send, socket_with,
+};
+
+use crate::CmEvent;
+use crate::error::CmError;
+
+/// A connection to the daemon.
+pub(crate) struct DaemonConn {
+    fd: OwnedFd,
+    out: Frame,
+    inbox: VecDeque<ToClient>,
+    next_seq: u32,
+    /// Our client id at the daemon.
+    pub(crate) client: u64,
+    /// Our uid as the daemon sees it.
+    pub(crate) uid: u32,
+    rbuf: Vec<u8>,
+}
+
+impl DaemonConn {
+    /// Connect and introduce ourselves.
+    pub(crate) fn connect(path: &Path) -> Result<Self, CmError> {
+        let fd = socket_with(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )?;
+        let addr = SocketAddrUnix::new(path)?;
+        connect(&fd, &addr).map_err(|e| CmError::NoDaemon {
+            path: path.to_path_buf(),
+            source: e.into(),
+        })?;
+        let mut c = DaemonConn {
+            fd,
+            out: Frame::new(),
+            inbox: VecDeque::new(),
+            next_seq: 1,
+            client: 0,
+            uid: 0,
+            rbuf: vec![0; cm_ipc::MAX_FRAME],
+        };
+        c.push(&ToDaemon::Hello {
+            version: cm_ipc::VERSION,
+        })?;
+        c.flush()?;
+        loop {
+            if let Some(i) = c.inbox.iter().position(|m| {
+                matches!(m, ToClient::Welcome { .. } | ToClient::Error { seq: 0, .. })
+            }) {
+                return match c.inbox.remove(i) {
+                    Some(ToClient::Welcome { client, uid, .. }) => {
+                        c.client = client;
+                        c.uid = uid;
+                        Ok(c)
+                    }
+                    Some(ToClient::Error { code, .. }) => Err(CmError::Daemon(code)),
+                    _ => Err(CmError::Disconnected),
+                };
+            }
+            c.block(None)?;
+        }
+    }
+
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    fn seq(&mut self) -> u32 {
+        let s = self.next_seq;
+        self.next_seq = self.next_seq.wrapping_add(1).max(1);
+        s
+    }
+
+    /// Append a message to the outgoing frame (sending the frame first if
+    /// it is full).
+    pub(crate) fn push(&mut self, m: &ToDaemon) -> Result<(), CmError> {
+        if !self.out.has_room(256) {
+            self.flush()?;
+        }
+        self.out.push(m);
+        Ok(())
+    }
+
+    /// Send the outgoing frame, if any.
+    pub(crate) fn flush(&mut self) -> Result<(), CmError> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        loop {
+            match send(&self.fd, self.out.bytes(), SendFlags::NOSIGNAL) {
+                Ok(_) => break,
+                Err(Errno::INTR) => continue,
+                Err(Errno::PIPE | Errno::CONNRESET) => return Err(CmError::Disconnected),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.out.clear();
+        Ok(())
+    }
+
+    /// Read every frame waiting on the socket, without blocking.
+    pub(crate) fn drain_socket(&mut self) -> Result<(), CmError> {
+        loop {
+            match recv(&self.fd, &mut self.rbuf, RecvFlags::DONTWAIT) {
+                Ok((0, _)) => return Err(CmError::Disconnected),
+                Ok((n, _)) => {
+                    let n = n.min(self.rbuf.len());
+                    decode_frame_into(&self.rbuf[..n], &mut self.inbox)?;
+                }
+                Err(Errno::AGAIN) => return Ok(()),
+                Err(Errno::INTR) => continue,
+                Err(Errno::CONNRESET) => return Err(CmError::Disconnected),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Block until the socket is readable or `timeout` passes, then drain it.
+    pub(crate) fn block(&mut self, timeout: Option<std::time::Duration>) -> Result<(), CmError> {
+        self.flush()?;
+        let ts = timeout.map(|d| Timespec {
+            tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(d.subsec_nanos()),
+        });
+        let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
+        match poll(&mut fds, ts.as_ref()) {
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+        if fds[0]
+            .revents()
+            .intersects(PollFlags::IN | PollFlags::HUP | PollFlags::ERR)
+        {
+            self.drain_socket()?;
+        }
+        Ok(())
+    }
+
+    /// Move events (not replies) from the inbox to `out`.
+    pub(crate) fn pump(&mut self, out: &mut VecDeque<CmEvent>) -> Result<(), CmError> {
+        self.drain_socket()?;
+        while let Some(m) = self.inbox.pop_front() {
+            if let Some(ev) = super::from_wire(&m) {
+                out.push_back(ev);
+            }
+            // A reply nobody waits for (a call abandoned by an error) is dropped.
+        }
+        Ok(())
+    }
+
+    /// Whether events wait in the inbox.
+    pub(crate) fn has_inbox(&self) -> bool {
+        !self.inbox.is_empty()
+    }
+
+    /// Send calls that each carry a fresh `seq` (built by `make`) and wait
+    /// for all their replies, in order. Events that arrive meanwhile stay in
+    /// the inbox.
+    pub(crate) fn call_many(
+        &mut self,
+        n: usize,
+        mut make: impl FnMut(usize, u32) -> ToDaemon,
+    ) -> Result<Vec<ToClient>, CmError> {
+        let mut seqs = Vec::with_capacity(n);
+        for i in 0..n {
+            let s = self.seq();
+            seqs.push(s);
+            self.push(&make(i, s))?;
+        }
+        self.flush()?;
+        let mut replies: Vec<Option<ToClient>> = vec![None; n];
+        let mut got = 0;
+        while got < n {
+            let mut i = 0;
+            while i < self.inbox.len() {
+                let seq = reply_seq(&self.inbox[i]);
+                match seq.and_then(|s| seqs.iter().position(|&x| x == s)) {
+                    Some(slot) if replies[slot].is_none() => {
+                        replies[slot] = self.inbox.remove(i);
+                        got += 1;
+                    }
+                    _ => i += 1,
+                }
+            }
+            if got < n {
+                self.block(None)?;
+            }
+        }
+        replies
+            .into_iter()
+            .map(|r| r.ok_or(CmError::Disconnected))
+            .collect()
+    }
+
+    /// One call with a reply.
+    pub(crate) fn call(&mut self, make: impl FnOnce(u32) -> ToDaemon) -> Result<ToClient, CmError> {
+        let mut make = Some(make);
+        let mut r = self.call_many(1, |_, s| match make.take() {
+            Some(f) => f(s),
+            None => ToDaemon::Ping { seq: s },
+        })?;
+        let reply = r.pop().ok_or(CmError::Disconnected)?;
+        match reply {
+            ToClient::Error { code, .. } => Err(CmError::Daemon(code)),
+            other => Ok(other),
+        }
+    }
+
+    /// A `Stat`-shaped call: collect replies up to its `StatEnd`.
+    pub(crate) fn call_listing(
+        &mut self,
+        make: impl FnOnce(u32) -> ToDaemon,
+    ) -> Result<Vec<ToClient>, CmError> {
+        let seq = self.seq();
+        self.push(&make(seq))?;
+        self.flush()?;
+        let mut out = Vec::new();
+        loop {
+            let mut i = 0;
+            while i < self.inbox.len() {
+                if reply_seq(&self.inbox[i]) == Some(seq) {
+                    match self.inbox.remove(i) {
+                        Some(ToClient::StatEnd { .. }) => return Ok(out),
+                        Some(ToClient::Error { code, .. }) => return Err(CmError::Daemon(code)),
+                        Some(m) => out.push(m),
+                        None => {}
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            self.block(None)?;
+        }
+    }
+}
+
+/// The `seq` a reply echoes (0 and events: none).
+fn reply_seq(m: &ToClient) -> Option<u32> {
+    use ToClient as T;
+    match *m {
+        T::Opened { seq, .. }
+        | T::Estimate { seq, .. }
+        | T::Mtu { seq, .. }
+        | T::Macroflow { seq, .. }
+        | T::StatMacroflow { seq, .. }
+        | T::StatFlow { seq, .. }
+        | T::StatEnd { seq }
+        | T::Pong { seq }
+        | T::Error { seq, .. }
+            if seq != 0 =>
+        {
+            Some(seq)
+        }
+        _ => None,
+    }
+}

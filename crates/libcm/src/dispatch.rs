@@ -1,0 +1,194 @@
+//! Delivering events: polling, callbacks, waiting, libcm's own loop, the
+//! pollable descriptor and SIGIO (cm-implementation-linux §2.2, §3.1).
+
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+use crate::error::CmError;
+use crate::{Backend, Cm, CmEvent, SendCallback, UpdateCallback};
+
+impl Cm {
+    /// Gather what the CM has for us without blocking; grants for buffered
+    /// flows are served here and never surface.
+    fn pump(&mut self) -> Result<(), CmError> {
+        let before = self.events.len();
+        match &mut self.backend {
+            Backend::Embedded(e) => e.pump(&mut self.events),
+            Backend::Daemon(d) => d.pump(&mut self.events)?,
+        }
+        if !self.buffered.is_empty() && self.events.len() > before {
+            self.serve_buffered()?;
+        }
+        Ok(())
+    }
+
+    /// The next event, if one is ready (never blocks).
+    pub fn poll_event(&mut self) -> Result<Option<CmEvent>, CmError> {
+        if self.events.is_empty() {
+            self.pump()?;
+        }
+        Ok(self.events.pop_front())
+    }
+
+    /// `cm_register_send`: the function called for each grant during
+    /// [`Cm::dispatch`] (the paper's `cmapp_send`).
+    pub fn register_send(&mut self, cb: impl FnMut(&mut Cm, cm_core::FlowId, cm_core::Bytes) + 'static) {
+        self.on_send = Some(Box::new(cb) as SendCallback);
+    }
+
+    /// `cm_register_update`: the function called for each rate update during
+    /// [`Cm::dispatch`] (the paper's `cmapp_update`). Enable updates per flow
+    /// with [`Cm::set_rate_updates`] or [`Cm::thresh`].
+    pub fn register_update(
+        &mut self,
+        cb: impl FnMut(&mut Cm, cm_core::FlowId, cm_core::PathEstimate) + 'static,
+    ) {
+        self.on_update = Some(Box::new(cb) as UpdateCallback);
+    }
+
+    /// Deliver every ready event to the registered callbacks (events with no
+    /// callback stay for [`Cm::poll_event`]). Calls the callbacks make are
+    /// batched and sent once at the end. Returns the number delivered.
+    /// Never blocks.
+    pub fn dispatch(&mut self) -> Result<usize, CmError> {
+        let was = self.dispatching;
+        self.dispatching = true;
+        let r = self.dispatch_inner();
+        self.dispatching = was;
+        let flushed = if was { Ok(()) } else { self.after_dispatch() };
+        let n = r?;
+        flushed?;
+        Ok(n)
+    }
+
+    fn dispatch_inner(&mut self) -> Result<usize, CmError> {
+        let mut delivered = 0;
+        let mut kept = std::collections::VecDeque::new();
+        // Bounded: events raised by the callbacks themselves are delivered
+        // by the next dispatch, so a callback that always re-requests cannot
+        // spin here forever.
+        self.pump()?;
+        let mut budget = self.events.len();
+        while budget > 0 {
+            budget -= 1;
+            let Some(ev) = self.events.pop_front() else {
+                break;
+            };
+            match ev {
+                CmEvent::Send { flow, bytes } if self.on_send.is_some() => {
+                    if let Some(mut cb) = self.on_send.take() {
+                        cb(self, flow, bytes);
+                        self.on_send.get_or_insert(cb);
+                    }
+                    delivered += 1;
+                }
+                CmEvent::Update { flow, estimate } if self.on_update.is_some() => {
+                    if let Some(mut cb) = self.on_update.take() {
+                        cb(self, flow, estimate);
+                        self.on_update.get_or_insert(cb);
+                    }
+                    delivered += 1;
+                }
+                other => kept.push_back(other),
+            }
+        }
+        // Events without a callback keep their order ahead of newer ones.
+        while let Some(ev) = kept.pop_back() {
+            self.events.push_front(ev);
+        }
+        Ok(delivered)
+    }
+
+    fn after_dispatch(&mut self) -> Result<(), CmError> {
+        match &mut self.backend {
+            Backend::Daemon(d) => d.flush(),
+            Backend::Embedded(e) => {
+                e.ack_fd();
+                e.pump(&mut self.events);
+                e.rearm(!self.events.is_empty())
+            }
+        }
+    }
+
+    /// Block until an event may be ready or `timeout` passes (`None`: no
+    /// limit in daemon mode; in embedded mode, until the next CM timer).
+    /// Batched calls are sent first.
+    pub fn wait(&mut self, timeout: Option<std::time::Duration>) -> Result<(), CmError> {
+        if !self.events.is_empty() {
+            return Ok(());
+        }
+        match &mut self.backend {
+            Backend::Daemon(d) => {
+                if d.has_inbox() {
+                    return Ok(());
+                }
+                d.block(timeout)
+            }
+            Backend::Embedded(e) => {
+                e.pump(&mut self.events);
+                if self.events.is_empty() {
+                    e.wait(timeout);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// libcm's own event loop (cm-implementation-linux §3.1, item 2):
+    /// dispatch to the callbacks and wait, until `done` says stop.
+    pub fn run_until(&mut self, mut done: impl FnMut(&mut Cm) -> bool) -> Result<(), CmError> {
+        loop {
+            self.dispatch()?;
+            if done(self) {
+                return Ok(());
+            }
+            self.wait(Some(std::time::Duration::from_millis(100)))?;
+        }
+    }
+
+    /// A descriptor for the application's select/poll/epoll set: readable
+    /// when [`Cm::dispatch`] has work (cm-implementation-linux §2.2, the
+    /// control socket). Daemon mode: the control socket; embedded mode: a
+    /// timerfd kept armed for the CM's next event.
+    pub fn pollable_fd(&mut self) -> Result<BorrowedFd<'_>, CmError> {
+        if let Backend::Embedded(e) = &mut self.backend {
+            e.fd()?;
+            e.pump(&mut self.events);
+            e.rearm(!self.events.is_empty())?;
+        }
+        match &mut self.backend {
+            Backend::Daemon(d) => Ok(d.fd()),
+            Backend::Embedded(e) => e.fd(),
+        }
+    }
+
+    /// Ask for SIGIO when the CM has something for us (cm-implementation-linux
+    /// §2.2.1: "an option for processes to receive a SIGIO when their
+    /// control socket status changes"). The application installs the
+    /// handler and calls [`Cm::dispatch`] after it runs.
+    pub fn enable_sigio(&mut self) -> Result<(), CmError> {
+        let fd = self.pollable_fd()?.as_raw_fd();
+        sigio::enable(fd)
+    }
+}
+
+#[allow(unsafe_code)]
+mod sigio {
+    //! `fcntl(F_SETOWN)` and `O_ASYNC`: neither rustix nor std wraps them.
+
+    use crate::error::CmError;
+
+    pub(super) fn enable(fd: i32) -> Result<(), CmError> {
+        // SAFETY: fcntl on a descriptor this process owns (borrowed from the
+        // Cm for the duration of the call) with integer arguments only.
+        unsafe {
+            if libc::fcntl(fd, libc::F_SETOWN, libc::getpid()) < 0 {
+                return Err(std::io::Error::last_os_error().into());
+            }
+            let fl = libc::fcntl(fd, libc::F_GETFL);
+            if fl < 0 || libc::fcntl(fd, libc::F_SETFL, fl | libc::O_ASYNC) < 0 {
+                return Err(std::io::Error::last_os_error().into());
+            }
+        }
+        Ok(())
+    }
+}

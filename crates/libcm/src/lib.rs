@@ -1,0 +1,228 @@
+//! # libcm: the Congestion Manager API for applications
+//!
+//! The papers' API (cm-implementation-linux §2.1, RFC 3124 §4) for a
+//! program, against either the host's CM daemon (`cmd`) or a CM embedded in
+//! the program. [`Cm::new`] uses the daemon when one listens at
+//! [`default_socket_path`] and embeds one otherwise; the calls and their
+//! meaning are the same in both modes.
+//!
+//! | paper | libcm |
+//! |---|---|
+//! | `cm_open(src, dst)` | [`Cm::open`] |
+//! | `cm_mtu(fid)` | [`Cm::mtu`] |
+//! | `cm_request(fid)` | [`Cm::request`] ([`Cm::request_mtus`] for k MTUs) |
+//! | `cm_register_send(fn)` / `cmapp_send(fid)` | [`Cm::register_send`] / [`CmEvent::Send`] |
+//! | `cm_notify(fid, nsent)` | [`Cm::notify`] |
+//! | `cm_update(fid, nsent, nrecd, lossmode, rtt)` | [`Cm::update`] |
+//! | `cm_query(fid)` | [`Cm::query`] |
+//! | `cm_register_update(fn)` / `cmapp_update` | [`Cm::register_update`] + [`Cm::set_rate_updates`] / [`CmEvent::Update`] |
+//! | `cm_thresh(down, up)` | [`Cm::thresh`] |
+//! | `cm_getmacroflow` / `cm_setmacroflow` | [`Cm::macroflow_of`] / [`Cm::set_macroflow`] |
+//! | `cm_bulk_request` / `_notify` / `_update` / `_query` | [`Cm::bulk_request`], [`Cm::bulk_notify`], [`Cm::bulk_update`], [`Cm::bulk_query`] |
+//! | `cm_send` (buffered, CC-UDP) | [`Cm::open_buffered`] + [`Cm::send`] |
+//! | `cm_close(fid)` | [`Cm::close`] |
+//!
+//! ## Living with libcm (cm-implementation-linux §3.1)
+//!
+//! 1. **libcm's own loop**: register callbacks, then [`Cm::run_until`].
+//! 2. **Your select/poll/epoll loop**: add [`Cm::pollable_fd`] to your set
+//!    and call [`Cm::dispatch`] when it is readable.
+//! 3. **SIGIO**: [`Cm::enable_sigio`] (daemon mode).
+//! 4. **Polling on your own schedule**: call [`Cm::dispatch`] or
+//!    [`Cm::poll_event`] whenever you like.
+//! 5. **async**: the `tokio` feature's [`tokio_adapter::AsyncCm`].
+//!
+//! ```
+//! use libcm::{Cm, CmEvent};
+//! use cm_core::{Config, Feedback, Duration};
+//!
+//! let mut cm = Cm::embedded(Config::default()).unwrap();
+//! let flow = cm.open(None, "192.0.2.7:9000".parse().unwrap()).unwrap();
+//! cm.request(flow).unwrap();
+//! while let Some(ev) = cm.poll_event().unwrap() {
+//!     if let CmEvent::Send { flow, bytes } = ev {
+//!         // send up to `bytes` on the socket, then:
+//!         cm.notify(flow, bytes.get()).unwrap();
+//!     }
+//! }
+//! cm.update(flow, Feedback::acked(1460, Duration::from_millis(30))).unwrap();
+//! assert!(cm.query(flow).unwrap().srtt.is_some());
+//! ```
+#![warn(missing_docs)]
+
+mod api;
+mod backend;
+mod buffered;
+mod clock;
+mod dispatch;
+mod error;
+mod stat;
+#[cfg(feature = "tokio")]
+pub mod tokio_adapter;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+
+pub use cm_core::{
+    Bytes, Config, Duration, Feedback, FlowId, LossMode, MacroflowId, PathEstimate, Rate,
+    Thresholds,
+};
+pub use cm_ipc::ErrorCode;
+pub use error::CmError;
+pub use stat::{FlowStat, MacroflowStat, Stat};
+pub use buffered::DEFAULT_QUEUE_BYTES;
+
+use backend::daemon::DaemonConn;
+use backend::embedded::Embedded;
+
+/// Something the application is told (the papers' callbacks).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum CmEvent {
+    /// `cmapp_send`: the flow may send up to `bytes` now; answer with
+    /// [`Cm::notify`] (0 declines).
+    Send {
+        /// The flow.
+        flow: FlowId,
+        /// Bytes granted (one MTU, or up to k for a k-MTU request).
+        bytes: Bytes,
+    },
+    /// `cmapp_update`: the flow's rate or RTT crossed its thresholds.
+    Update {
+        /// The flow.
+        flow: FlowId,
+        /// The new estimate.
+        estimate: PathEstimate,
+    },
+    /// A grant was not answered in time and was withdrawn.
+    GrantExpired {
+        /// The flow.
+        flow: FlowId,
+        /// Bytes withdrawn.
+        bytes: Bytes,
+    },
+    /// The flow was closed by the CM.
+    FlowReclaimed {
+        /// The flow.
+        flow: FlowId,
+    },
+    /// The daemon refused an earlier fire-and-forget call on this flow.
+    Error {
+        /// The flow (or id 0).
+        flow: FlowId,
+        /// Why.
+        code: ErrorCode,
+    },
+}
+
+/// Which CM a [`Cm`] talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// A CM inside this process.
+    Embedded,
+    /// The host's CM daemon.
+    Daemon,
+}
+
+/// `cmapp_send` as a Rust callback: the flow and the bytes granted.
+pub type SendCallback = Box<dyn FnMut(&mut Cm, FlowId, Bytes)>;
+/// `cmapp_update` as a Rust callback: the flow and its new estimate.
+pub type UpdateCallback = Box<dyn FnMut(&mut Cm, FlowId, PathEstimate)>;
+
+pub(crate) enum Backend {
+    Embedded(Box<Embedded>),
+    Daemon(Box<DaemonConn>),
+}
+
+/// A handle on the Congestion Manager: one per application (or thread).
+pub struct Cm {
+    pub(crate) backend: Backend,
+    pub(crate) events: VecDeque<CmEvent>,
+    pub(crate) on_send: Option<SendCallback>,
+    pub(crate) on_update: Option<UpdateCallback>,
+    pub(crate) buffered: HashMap<FlowId, buffered::SendQueue>,
+    /// Inside `dispatch`: calls made by callbacks are batched.
+    pub(crate) dispatching: bool,
+    pub(crate) autoflush: bool,
+    pub(crate) mtus: HashMap<FlowId, u32>,
+}
+
+impl std::fmt::Debug for Cm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cm")
+            .field("mode", &self.mode())
+            .field("events", &self.events.len())
+            .finish()
+    }
+}
+
+/// Where the daemon listens unless told otherwise: `$CM_SOCKET`, else
+/// `$XDG_RUNTIME_DIR/cm.sock`, else `/run/cm.sock`.
+pub fn default_socket_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("CM_SOCKET") {
+        return PathBuf::from(p);
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(d) if !d.is_empty() => Path::new(&d).join("cm.sock"),
+        _ => PathBuf::from("/run/cm.sock"),
+    }
+}
+
+impl Cm {
+    /// The daemon at [`default_socket_path`] if one is listening, else an
+    /// embedded CM with the default configuration.
+    pub fn new() -> Result<Cm, CmError> {
+        let path = default_socket_path();
+        if path.exists() {
+            match Cm::connect(&path) {
+                Ok(cm) => return Ok(cm),
+                Err(CmError::NoDaemon { .. }) => {} // stale socket file
+                Err(e) => return Err(e),
+            }
+        }
+        Cm::embedded(Config::default())
+    }
+
+    /// A CM inside this process.
+    pub fn embedded(cfg: Config) -> Result<Cm, CmError> {
+        Ok(Cm::with_backend(Backend::Embedded(Box::new(
+            Embedded::new(cfg)?,
+        ))))
+    }
+
+    /// The daemon listening at `path`.
+    pub fn connect(path: impl AsRef<Path>) -> Result<Cm, CmError> {
+        Ok(Cm::with_backend(Backend::Daemon(Box::new(
+            DaemonConn::connect(path.as_ref())?,
+        ))))
+    }
+
+    fn with_backend(backend: Backend) -> Cm {
+        Cm {
+            backend,
+            events: VecDeque::new(),
+            on_send: None,
+            on_update: None,
+            buffered: HashMap::new(),
+            dispatching: false,
+            autoflush: true,
+            mtus: HashMap::new(),
+        }
+    }
+
+    /// Which CM this handle talks to.
+    pub fn mode(&self) -> Mode {
+        match self.backend {
+            Backend::Embedded(_) => Mode::Embedded,
+            Backend::Daemon(_) => Mode::Daemon,
+        }
+    }
+
+    /// The uid the daemon identified us as (embedded: our own uid).
+    pub fn uid(&self) -> u32 {
+        match &self.backend {
+            Backend::Embedded(_) => rustix::process::getuid().as_raw(),
+            Backend::Daemon(d) => d.uid,
+        }
+    }
+}
