@@ -1,1 +1,27 @@
-//! placeholder
+//! # cmd: the Congestion Manager daemon
+//!
+//! One host-wide [`cm_core::CongestionManager`] behind a Unix
+//! `SOCK_SEQPACKET` control socket speaking the [`cm_ipc`] protocol.
+//! Clients (libcm) are identified by `SO_PEERCRED`; each may act only on
+//! its own flows, flows of different users do not share a macroflow unless
+//! configured, a client that disconnects (or crashes) has its flows
+//! reclaimed at once, and a malformed or over-rate message is answered
+//! with an error while everyone else is served (cm-implementation-linux
+//! §5, RFC 3124 §6).
+//!
+//! ```no_run
+//! let cfg = cmd::DaemonConfig::default();
+//! let mut d = cmd::Daemon::bind(cfg, "/tmp/cm.sock".as_ref()).unwrap();
+//! d.handle_signals().unwrap();
+//! d.run().unwrap();
+//! ```
+#![warn(missing_docs)]
+
+pub mod config;
+mod handle;
+pub mod log;
+mod server;
+mod session;
+
+pub use config::DaemonConfig;
+pub use server::{Daemon, StopHandle};

@@ -1,0 +1,98 @@
+//! The daemon's configuration: a TOML file, overridden by flags.
+//!
+//! ```toml
+//! socket = "/run/cm.sock"          # control socket path
+//! initial_window = 10              # segments (RFC 6928)
+//! scheduler = "round-robin"        # or "weighted"
+//! aging = "min-rtt"                # or "srtt", "off" (sigcomm1999 §4.4)
+//! share_across_users = false       # flows of different uids never share a macroflow
+//! max_flows_per_client = 4096
+//! max_messages_per_sec = 2000000   # per client
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use cm_core::{Aging, Bytes, Config};
+use serde::Deserialize;
+
+/// Everything the daemon can be told.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonConfig {
+    /// The control socket path (default: libcm's default path).
+    pub socket: Option<PathBuf>,
+    /// Initial window in segments of the default MTU (RFC 6928: 10).
+    pub initial_window: u64,
+    /// `round-robin` or `weighted` (sigcomm1999 §4.6).
+    pub scheduler: String,
+    /// Exponential aging half-life: `min-rtt`, `srtt` or `off`.
+    pub aging: String,
+    /// Let flows of different users share a macroflow (cm-implementation-linux
+    /// §5 "Trust issues": off by default).
+    pub share_across_users: bool,
+    /// Most flows one client may hold.
+    pub max_flows_per_client: usize,
+    /// Most messages per second one client may send (token bucket, one
+    /// second of burst).
+    pub max_messages_per_sec: u64,
+    /// Most clients at once.
+    pub max_clients: usize,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            socket: None,
+            initial_window: 10,
+            scheduler: "weighted".into(),
+            aging: "min-rtt".into(),
+            share_across_users: false,
+            max_flows_per_client: 4096,
+            max_messages_per_sec: 2_000_000,
+            max_clients: 1024,
+        }
+    }
+}
+
+impl DaemonConfig {
+    /// Read a TOML file.
+    pub fn from_file(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read config {}: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| anyhow::anyhow!("bad config {}: {e}", path.display()))
+    }
+
+    /// The core configuration this describes.
+    pub fn core_config(&self) -> anyhow::Result<Config> {
+        let mut cfg = Config::default();
+        // Connection liveness decides when a client is gone; the core's
+        // silence timeout would reclaim a quiet but connected client.
+        cfg.client_timeout = None;
+        cfg.aging = match self.aging.as_str() {
+            "min-rtt" => Aging::MinRtt,
+            "srtt" => Aging::Srtt,
+            "off" => Aging::Off,
+            other => anyhow::bail!("aging must be min-rtt, srtt or off, not {other:?}"),
+        };
+        cfg.scheduler = match self.scheduler.as_str() {
+            "round-robin" => cm_core::scheduler::SchedulerKind::RoundRobin,
+            "weighted" => cm_core::scheduler::SchedulerKind::Weighted,
+            other => anyhow::bail!("scheduler must be round-robin or weighted, not {other:?}"),
+        };
+        if self.initial_window == 0 || self.initial_window > 1000 {
+            anyhow::bail!("initial_window must be in 1..=1000 segments");
+        }
+        cfg.controller = cm_core::controller::ControllerConfig::Aimd(
+            cm_core::controller::AimdConfig {
+                initial_window: Some(Bytes(self.initial_window * cfg.mtu.get())),
+                ..Default::default()
+            },
+        );
+        if self.max_flows_per_client == 0 || self.max_messages_per_sec == 0 || self.max_clients == 0
+        {
+            anyhow::bail!("limits must be > 0");
+        }
+        cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(cfg)
+    }
+}

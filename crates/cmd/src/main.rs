@@ -1,0 +1,86 @@
+//! `cmd`: run the Congestion Manager daemon.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Parser;
+
+/// The Congestion Manager daemon: one host-wide congestion manager that
+/// every CM application on this machine (libcm, the C library, `cm`) talks
+/// to over a Unix control socket.
+#[derive(Parser, Debug)]
+#[command(version, about, long_about = None)]
+struct Args {
+    /// Control socket path [default: $CM_SOCKET, else $XDG_RUNTIME_DIR/cm.sock, else /run/cm.sock].
+    #[arg(long, short)]
+    socket: Option<PathBuf>,
+    /// TOML configuration file (flags override it).
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Initial window in segments (RFC 6928 default: 10).
+    #[arg(long)]
+    initial_window: Option<u64>,
+    /// Scheduler: weighted or round-robin.
+    #[arg(long)]
+    scheduler: Option<String>,
+    /// Exponential aging half-life: min-rtt, srtt or off.
+    #[arg(long)]
+    aging: Option<String>,
+    /// Let flows of different users share a macroflow.
+    #[arg(long)]
+    share_across_users: bool,
+    /// Most flows per client.
+    #[arg(long)]
+    max_flows_per_client: Option<usize>,
+    /// Most messages per second per client.
+    #[arg(long)]
+    max_messages_per_sec: Option<u64>,
+    /// Log only warnings and errors.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn main() -> anyhow::Result<()> {
+    let a = Args::parse();
+    cmd::log::set_quiet(a.quiet);
+    let mut cfg = match &a.config {
+        Some(p) => cmd::DaemonConfig::from_file(p)?,
+        None => cmd::DaemonConfig::default(),
+    };
+    if let Some(v) = a.initial_window {
+        cfg.initial_window = v;
+    }
+    if let Some(v) = a.scheduler {
+        cfg.scheduler = v;
+    }
+    if let Some(v) = a.aging {
+        cfg.aging = v;
+    }
+    if a.share_across_users {
+        cfg.share_across_users = true;
+    }
+    if let Some(v) = a.max_flows_per_client {
+        cfg.max_flows_per_client = v;
+    }
+    if let Some(v) = a.max_messages_per_sec {
+        cfg.max_messages_per_sec = v;
+    }
+    let path = a
+        .socket
+        .or_else(|| cfg.socket.clone())
+        .unwrap_or_else(default_socket_path);
+    let mut d = cmd::Daemon::bind(cfg, &path).context("starting the daemon")?;
+    d.handle_signals()?;
+    d.run()
+}
+
+/// libcm's default: `$CM_SOCKET`, `$XDG_RUNTIME_DIR/cm.sock`, `/run/cm.sock`.
+fn default_socket_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("CM_SOCKET") {
+        return PathBuf::from(p);
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d).join("cm.sock"),
+        _ => PathBuf::from("/run/cm.sock"),
+    }
+}

@@ -1,0 +1,495 @@
+//! The daemon's event loop: one thread, epoll over the control socket,
+//! the clients, a timerfd at the core's next deadline and a signal pipe
+//! (DESIGN.md "The daemon").
+//!
+//! Each loop turn reads every frame the ready clients sent, applies their
+//! calls to the core, services the core's timers, routes the core's events
+//! (grants, rate updates) to their flows' clients, and sends each client
+//! one frame with everything for it: one system call per client per turn,
+//! however many packets' worth of calls it carried.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use cm_core::{ClientId, CongestionManager, Event, Instant};
+use cm_ipc::{ErrorCode, ToClient, ToDaemon};
+use rustix::event::epoll;
+use rustix::io::Errno;
+use rustix::net::{
+    AddressFamily, RecvFlags, SocketAddrUnix, SocketFlags, SocketType, accept_with, bind, listen,
+    recv, socket_with, sockopt,
+};
+use rustix::time::{
+    Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec, timerfd_create,
+    timerfd_settime,
+};
+
+use crate::config::DaemonConfig;
+use crate::log;
+use crate::session::{FlushResult, Session};
+
+const LISTENER: u64 = 0;
+const TIMER: u64 = 1;
+const SIGNALS: u64 = 2;
+const FIRST_CLIENT: u64 = 16;
+/// Frames read from one client per loop turn (fairness between clients).
+const FRAMES_PER_TURN: usize = 64;
+
+/// The running daemon.
+pub struct Daemon {
+    pub(crate) core: CongestionManager,
+    pub(crate) cfg: DaemonConfig,
+    epoch: std::time::Instant,
+    listener: OwnedFd,
+    epoll: OwnedFd,
+    timer: OwnedFd,
+    armed: Option<Instant>,
+    signals: Option<UnixStream>,
+    pub(crate) sessions: HashMap<u64, Session>,
+    /// Which session owns each flow.
+    pub(crate) owner: HashMap<u64, u64>,
+    /// Session of each core client.
+    pub(crate) by_client: HashMap<ClientId, u64>,
+    /// Owner uid of macroflows made by `setmacroflow` (no destination key).
+    pub(crate) mf_owner: HashMap<u64, u32>,
+    next_token: u64,
+    rbuf: Vec<u8>,
+    stop: Arc<AtomicBool>,
+    path: PathBuf,
+}
+
+/// A handle that stops a running daemon from another thread.
+#[derive(Clone, Debug)]
+pub struct StopHandle(Arc<AtomicBool>);
+
+impl StopHandle {
+    /// Ask the daemon to exit at its next loop turn (within 100 ms).
+    pub fn stop(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Daemon {
+    /// Bind the control socket (replacing a stale one) and set up the loop.
+    pub fn bind(cfg: DaemonConfig, path: &Path) -> anyhow::Result<Daemon> {
+        let core = CongestionManager::new(cfg.core_config()?)
+            .map_err(|e| anyhow::anyhow!("core configuration: {e}"))?;
+        remove_stale_socket(path)?;
+        if let Some(dir) = path.parent() {
+            if !dir.as_os_str().is_empty() && !dir.exists() {
+                std::fs::create_dir_all(dir)?;
+            }
+        }
+        let listener = socket_with(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
+            None,
+        )?;
+        bind(&listener, &SocketAddrUnix::new(path)?)
+            .map_err(|e| anyhow::anyhow!("cannot bind {}: {e}", path.display()))?;
+        // Any user may connect; the daemon checks each call against the
+        // caller's uid (SO_PEERCRED).
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o666))?;
+        listen(&listener, 128)?;
+        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+        epoll::add(
+            &epoll,
+            &listener,
+            epoll::EventData::new_u64(LISTENER),
+            epoll::EventFlags::IN,
+        )?;
+        let timer = timerfd_create(
+            TimerfdClockId::Monotonic,
+            TimerfdFlags::CLOEXEC | TimerfdFlags::NONBLOCK,
+        )?;
+        epoll::add(
+            &epoll,
+            &timer,
+            epoll::EventData::new_u64(TIMER),
+            epoll::EventFlags::IN,
+        )?;
+        Ok(Daemon {
+            core,
+            cfg,
+            epoch: std::time::Instant::now(),
+            listener,
+            epoll,
+            timer,
+            armed: None,
+            signals: None,
+            sessions: HashMap::new(),
+            owner: HashMap::new(),
+            by_client: HashMap::new(),
+            mf_owner: HashMap::new(),
+            next_token: FIRST_CLIENT,
+            rbuf: vec![0; cm_ipc::MAX_FRAME],
+            stop: Arc::new(AtomicBool::new(false)),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Exit cleanly on SIGTERM and SIGINT.
+    pub fn handle_signals(&mut self) -> anyhow::Result<()> {
+        let (rx, tx) = UnixStream::pair()?;
+        rx.set_nonblocking(true)?;
+        for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+            signal_hook::low_level::pipe::register(sig, tx.try_clone()?)?;
+        }
+        epoll::add(
+            &self.epoll,
+            &rx,
+            epoll::EventData::new_u64(SIGNALS),
+            epoll::EventFlags::IN,
+        )?;
+        self.signals = Some(rx);
+        Ok(())
+    }
+
+    /// A handle to stop the loop from elsewhere (tests, embedding).
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle(self.stop.clone())
+    }
+
+    /// The control socket path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn now(&self) -> Instant {
+        let us = self.epoch.elapsed().as_micros();
+        Instant::from_micros(u64::try_from(us).unwrap_or(u64::MAX))
+    }
+
+    /// Serve until stopped; removes the socket file on the way out.
+    pub fn run(&mut self) -> anyhow::Result<()> {
+        log!(info, "msg=\"listening\" socket={}", self.path.display());
+        let mut events = Vec::with_capacity(256);
+        let max_wait = Timespec {
+            tv_sec: 0,
+            tv_nsec: 100_000_000,
+        };
+        while !self.stop.load(Ordering::SeqCst) {
+            events.clear();
+            match epoll::wait(
+                &self.epoll,
+                rustix::buffer::spare_capacity(&mut events),
+                Some(&max_wait),
+            ) {
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+            for ev in &events {
+                let token = ev.data.u64();
+                let flags = ev.flags;
+                match token {
+                    LISTENER => self.accept_all(),
+                    TIMER => {
+                        let mut b = [0u8; 8];
+                        let _ = rustix::io::read(&self.timer, &mut b);
+                        self.armed = None;
+                    }
+                    SIGNALS => {
+                        let mut b = [0u8; 16];
+                        if let Some(s) = &mut self.signals {
+                            let _ = s.read(&mut b);
+                        }
+                        log!(info, "msg=\"signal received, shutting down\"");
+                        self.stop.store(true, Ordering::SeqCst);
+                    }
+                    t => {
+                        if flags.contains(epoll::EventFlags::IN) {
+                            self.read_client(t);
+                        }
+                        if flags.intersects(epoll::EventFlags::HUP | epoll::EventFlags::ERR)
+                            && self.sessions.contains_key(&t)
+                        {
+                            // Read what is left first (done above), then drop.
+                            self.drop_session(t, "hangup");
+                        }
+                    }
+                }
+            }
+            self.turn();
+        }
+        self.shutdown();
+        Ok(())
+    }
+
+    /// Timers, events to clients, output, timer re-arm.
+    fn turn(&mut self) {
+        let now = self.now();
+        if self.core.poll_timeout().is_some_and(|t| t <= now) {
+            self.core.handle_timeout(now);
+        }
+        self.route_events();
+        let mut dead = Vec::new();
+        for (&t, s) in &mut self.sessions {
+            if s.has_output() {
+                match s.flush() {
+                    FlushResult::Done => {
+                        let _ = epoll::modify(
+                            &self.epoll,
+                            &s.fd,
+                            epoll::EventData::new_u64(t),
+                            epoll::EventFlags::IN,
+                        );
+                    }
+                    FlushResult::Blocked => {
+                        let _ = epoll::modify(
+                            &self.epoll,
+                            &s.fd,
+                            epoll::EventData::new_u64(t),
+                            epoll::EventFlags::IN | epoll::EventFlags::OUT,
+                        );
+                    }
+                    FlushResult::Dead => dead.push(t),
+                }
+            }
+        }
+        for t in dead {
+            self.drop_session(t, "not reading its socket");
+        }
+        self.rearm();
+    }
+
+    /// Hand the core's events to the clients owning their flows.
+    pub(crate) fn route_events(&mut self) {
+        while let Some(ev) = self.core.poll_event() {
+            let (flow, msg) = match ev {
+                Event::Grant { flow, bytes } => (
+                    flow,
+                    ToClient::Grant {
+                        flow: flow.to_u64(),
+                        bytes: bytes.get(),
+                    },
+                ),
+                Event::RateUpdate { flow, estimate } => (
+                    flow,
+                    ToClient::RateUpdate {
+                        flow: flow.to_u64(),
+                        estimate: estimate.into(),
+                    },
+                ),
+                Event::GrantExpired { flow, bytes } => (
+                    flow,
+                    ToClient::GrantExpired {
+                        flow: flow.to_u64(),
+                        bytes: bytes.get(),
+                    },
+                ),
+                Event::FlowReclaimed { flow, .. } => {
+                    if let Some(t) = self.owner.remove(&flow.to_u64()) {
+                        if let Some(s) = self.sessions.get_mut(&t) {
+                            s.flows = s.flows.saturating_sub(1);
+                        }
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            if let Some(s) = self
+                .owner
+                .get(&flow.to_u64())
+                .and_then(|t| self.sessions.get_mut(t))
+            {
+                s.push(&msg);
+            }
+        }
+    }
+
+    fn rearm(&mut self) {
+        let want = self.core.poll_timeout();
+        if want == self.armed {
+            return;
+        }
+        let value = match want {
+            None => Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            Some(t) => {
+                let us = t.saturating_since(self.now()).as_micros().max(1);
+                Timespec {
+                    tv_sec: i64::try_from(us / 1_000_000).unwrap_or(i64::MAX),
+                    tv_nsec: i64::try_from((us % 1_000_000) * 1000).unwrap_or(0),
+                }
+            }
+        };
+        let spec = Itimerspec {
+            it_interval: Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: value,
+        };
+        if timerfd_settime(&self.timer, TimerfdTimerFlags::empty(), &spec).is_ok() {
+            self.armed = want;
+        }
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            let fd = match accept_with(&self.listener, SocketFlags::CLOEXEC | SocketFlags::NONBLOCK)
+            {
+                Ok(fd) => fd,
+                Err(Errno::AGAIN) => return,
+                Err(Errno::INTR | Errno::CONNABORTED) => continue,
+                Err(e) => {
+                    log!(error, "msg=\"accept failed\" error=\"{e}\"");
+                    return;
+                }
+            };
+            if self.sessions.len() >= self.cfg.max_clients {
+                log!(warn, "msg=\"client refused: too many clients\"");
+                continue;
+            }
+            let Ok(cred) = sockopt::socket_peercred(&fd) else {
+                log!(warn, "msg=\"client refused: no peer credentials\"");
+                continue;
+            };
+            let (uid, pid) = (
+                cred.uid.as_raw(),
+                u32::try_from(cred.pid.as_raw_nonzero().get()).unwrap_or(0),
+            );
+            let token = self.next_token;
+            self.next_token += 1;
+            if epoll::add(
+                &self.epoll,
+                &fd,
+                epoll::EventData::new_u64(token),
+                epoll::EventFlags::IN,
+            )
+            .is_err()
+            {
+                continue;
+            }
+            let now = self.now().as_micros();
+            self.sessions.insert(
+                token,
+                Session::new(fd, uid, pid, self.cfg.max_messages_per_sec, now),
+            );
+            log!(info, "msg=\"client connected\" session={token} uid={uid} pid={pid}");
+        }
+    }
+
+    fn read_client(&mut self, token: u64) {
+        for _ in 0..FRAMES_PER_TURN {
+            let Some(s) = self.sessions.get(&token) else {
+                return;
+            };
+            let n = match recv(&s.fd, &mut self.rbuf, RecvFlags::DONTWAIT) {
+                Ok((0, _)) => {
+                    self.drop_session(token, "closed");
+                    return;
+                }
+                Ok((n, _)) => n.min(self.rbuf.len()),
+                Err(Errno::AGAIN) => return,
+                Err(Errno::INTR) => continue,
+                Err(e) => {
+                    self.drop_session(token, &format!("read error {e}"));
+                    return;
+                }
+            };
+            let frame = std::mem::take(&mut self.rbuf);
+            self.handle_frame(token, &frame[..n]);
+            self.rbuf = frame;
+        }
+    }
+
+    /// A client is gone: close its flows (their macroflows keep serving the
+    /// other clients) and forget it.
+    pub(crate) fn drop_session(&mut self, token: u64, why: &str) {
+        let Some(s) = self.sessions.remove(&token) else {
+            return;
+        };
+        let _ = epoll::delete(&self.epoll, &s.fd);
+        let mut reclaimed = 0;
+        if let Some(c) = s.client {
+            let now = self.now();
+            if let Ok(flows) = self.core.client_flows(c) {
+                for f in flows {
+                    self.owner.remove(&f.to_u64());
+                }
+            }
+            reclaimed = self.core.close_client(now, c).unwrap_or(0);
+            self.by_client.remove(&c);
+        }
+        log!(
+            info,
+            "msg=\"client gone\" session={token} uid={} pid={} reason=\"{why}\" flows_reclaimed={reclaimed}",
+            s.uid,
+            s.pid
+        );
+    }
+
+    fn shutdown(&mut self) {
+        let tokens: Vec<u64> = self.sessions.keys().copied().collect();
+        for t in tokens {
+            self.drop_session(t, "daemon shutdown");
+        }
+        let _ = std::fs::remove_file(&self.path);
+        log!(info, "msg=\"stopped\"");
+    }
+
+    /// Send an error for a call.
+    pub(crate) fn error(&mut self, token: u64, seq: u32, flow: u64, code: ErrorCode) {
+        if let Some(s) = self.sessions.get_mut(&token) {
+            s.push(&ToClient::Error { seq, flow, code });
+        }
+    }
+
+    /// Decode and apply one frame from a client.
+    fn handle_frame(&mut self, token: u64, bytes: &[u8]) {
+        let mut msgs: Vec<ToDaemon> = Vec::new();
+        let decoded = cm_ipc::decode_frame_into(bytes, &mut msgs);
+        for m in msgs {
+            self.handle(token, m);
+        }
+        if let Err(e) = decoded {
+            if let Some(s) = self.sessions.get(&token) {
+                log!(
+                    warn,
+                    "msg=\"malformed frame\" session={token} uid={} error=\"{e}\"",
+                    s.uid
+                );
+            }
+            self.error(token, 0, 0, ErrorCode::Malformed);
+        }
+    }
+}
+
+/// Refuse to replace a socket a live daemon listens on; remove a stale one.
+fn remove_stale_socket(path: &Path) -> anyhow::Result<()> {
+    if !path.exists() {
+        return Ok(());
+    }
+    let probe = socket_with(
+        AddressFamily::UNIX,
+        SocketType::SEQPACKET,
+        SocketFlags::CLOEXEC,
+        None,
+    )?;
+    match rustix::net::connect(&probe, &SocketAddrUnix::new(path)?) {
+        Ok(()) => anyhow::bail!(
+            "a CM daemon is already listening on {} (stop it first)",
+            path.display()
+        ),
+        Err(_) => {
+            log!(info, "msg=\"removing stale socket\" socket={}", path.display());
+            std::fs::remove_file(path)?;
+            Ok(())
+        }
+    }
+}
+
+impl AsFd for Daemon {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.epoll.as_fd()
+    }
+}

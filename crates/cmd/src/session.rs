@@ -1,0 +1,129 @@
+//! One connected client: its socket, identity (SO_PEERCRED), outgoing
+//! frames and message-rate limit.
+
+use std::collections::VecDeque;
+use std::os::fd::OwnedFd;
+
+use cm_core::ClientId;
+use cm_ipc::{Frame, ToClient};
+use rustix::io::Errno;
+use rustix::net::{SendFlags, send};
+
+/// Frames a client may leave unread before it is dropped as stuck.
+const MAX_BACKLOG: usize = 1024;
+
+/// A token bucket over messages: `rate` per second, one second of burst.
+#[derive(Debug)]
+pub(crate) struct Limiter {
+    rate: u64,
+    tokens: u64,
+    last_us: u64,
+}
+
+impl Limiter {
+    pub(crate) fn new(rate: u64, now_us: u64) -> Self {
+        Limiter {
+            rate,
+            tokens: rate,
+            last_us: now_us,
+        }
+    }
+
+    /// Take one token; false when the client is over its rate.
+    pub(crate) fn take(&mut self, now_us: u64) -> bool {
+        let dt = now_us.saturating_sub(self.last_us);
+        if dt > 0 {
+            let add = u128::from(dt) * u128::from(self.rate) / 1_000_000;
+            if add > 0 {
+                self.tokens = (u128::from(self.tokens) + add).min(u128::from(self.rate)) as u64;
+                self.last_us = now_us;
+            }
+        }
+        if self.tokens == 0 {
+            return false;
+        }
+        self.tokens -= 1;
+        true
+    }
+}
+
+/// A connected client.
+pub(crate) struct Session {
+    pub(crate) fd: OwnedFd,
+    pub(crate) uid: u32,
+    pub(crate) pid: u32,
+    /// Set once the client said Hello.
+    pub(crate) client: Option<ClientId>,
+    pub(crate) flows: usize,
+    pub(crate) out: Frame,
+    /// Encoded frames the socket would not take yet.
+    backlog: VecDeque<Vec<u8>>,
+    pub(crate) limiter: Limiter,
+    /// Messages refused for rate since the last log line.
+    pub(crate) limited: u64,
+}
+
+/// What flushing a session found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum FlushResult {
+    /// Everything was sent.
+    Done,
+    /// The socket is full; wait for it to become writable.
+    Blocked,
+    /// The client is gone or hopelessly behind: drop it.
+    Dead,
+}
+
+impl Session {
+    pub(crate) fn new(fd: OwnedFd, uid: u32, pid: u32, rate: u64, now_us: u64) -> Self {
+        Session {
+            fd,
+            uid,
+            pid,
+            client: None,
+            flows: 0,
+            out: Frame::new(),
+            backlog: VecDeque::new(),
+            limiter: Limiter::new(rate, now_us),
+            limited: 0,
+        }
+    }
+
+    /// Queue a message for the client.
+    pub(crate) fn push(&mut self, m: &ToClient) {
+        if !self.out.has_room(256) {
+            let f = self.out.finish();
+            self.backlog.push_back(f);
+        }
+        self.out.push(m);
+    }
+
+    pub(crate) fn has_output(&self) -> bool {
+        !self.out.is_empty() || !self.backlog.is_empty()
+    }
+
+    /// Send queued frames without blocking.
+    pub(crate) fn flush(&mut self) -> FlushResult {
+        if !self.out.is_empty() {
+            let f = self.out.finish();
+            self.backlog.push_back(f);
+        }
+        while let Some(f) = self.backlog.front() {
+            match send(&self.fd, f, SendFlags::DONTWAIT | SendFlags::NOSIGNAL) {
+                Ok(_) => {
+                    self.backlog.pop_front();
+                }
+                Err(Errno::INTR) => {}
+                Err(Errno::AGAIN) => {
+                    return if self.backlog.len() > MAX_BACKLOG {
+                        FlushResult::Dead
+                    } else {
+                        FlushResult::Blocked
+                    };
+                }
+                Err(_) => return FlushResult::Dead,
+            }
+        }
+        FlushResult::Done
+    }
+}
