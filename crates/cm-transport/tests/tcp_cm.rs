@@ -3,7 +3,8 @@
 
 mod common;
 
-use cm_core::{Bytes, Instant, LossMode};
+use cm_core::controller::{AimdConfig, ControllerConfig};
+use cm_core::{Bytes, Config, Instant, LossMode};
 use cm_transport::{CcMode, CmCall, TcpConfig, TcpReceiver, TcpReceiverConfig, TcpSender};
 use common::{Cm, Conn, Pipe, secs};
 
@@ -119,6 +120,63 @@ fn timeout_reports_persistent_congestion_and_conserves_bytes() {
         .collect();
     assert_eq!(persistent.len(), 2);
     assert!(persistent[0].nsent.get() > 0 && persistent[0].nrecd == Bytes::ZERO);
+    assert_conserved(&c);
+}
+
+/// Regression (issue 3, layered-audio q4 control at 0.48x NewReno): at the
+/// third duplicate ACK TCP/CM reported only the lost segment, so the three
+/// segments whose arrival caused the duplicate ACKs stayed "in flight" in
+/// the CM. With a window under 8 segments the halved window then had no
+/// room left to grant the retransmission and the flow stalled until its
+/// RTO, after every single loss. RFC 5681 §3.2 step 3 counts exactly those
+/// three segments as having left the network.
+#[test]
+fn regression_third_dupack_reports_the_three_departed_segments() {
+    let total = 40 * MSS;
+    // Slow start from 2 segments: the 3rd data segment is lost while the
+    // window is 4 segments; halved to 2, it had no room for the
+    // retransmission while the three departed segments still counted.
+    let cfg = Config {
+        controller: ControllerConfig::Aimd(AimdConfig {
+            initial_window: Some(Bytes(2 * MSS)),
+            ..AimdConfig::default()
+        }),
+        ..Config::default()
+    };
+    let snd = TcpSender::new(
+        TcpConfig {
+            cc: CcMode::Cm,
+            total: Some(total),
+            send_fin: true,
+            ..TcpConfig::default()
+        },
+        Instant::ZERO,
+    )
+    .unwrap();
+    let rcv = TcpReceiver::new(TcpReceiverConfig::default()).unwrap();
+    let pipe = Pipe::new(20, 1_250_000, 100).drop(&[2]);
+    let mut c = Conn::new(snd, rcv, pipe, Some(Cm::with_config(cfg)));
+    assert!(c.run_until(secs(30), |c| c.snd.is_complete()));
+    let st = c.snd.stats();
+    assert_eq!(st.fast_retransmits, 1, "{st:?}");
+    assert_eq!(
+        st.timeouts, 0,
+        "the retransmission waited for the RTO: {st:?}"
+    );
+    let cm = c.cm.as_ref().unwrap();
+    // The third duplicate ACK: the hole lost, then three segments arrived.
+    let i = cm
+        .calls
+        .iter()
+        .position(|c| matches!(c, CmCall::Update(fb) if fb.loss == LossMode::Transient))
+        .unwrap();
+    match cm.calls[i + 1] {
+        CmCall::Update(fb) => {
+            assert_eq!((fb.nsent, fb.nrecd), (Bytes(3 * MSS), Bytes(3 * MSS)));
+            assert_eq!(fb.loss, LossMode::None);
+        }
+        other => panic!("expected the departed segments, got {other:?}"),
+    }
     assert_conserved(&c);
 }
 

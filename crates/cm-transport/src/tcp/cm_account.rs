@@ -87,9 +87,20 @@ impl CmAccount {
         self.report(n, n, LossMode::None, rtt);
     }
 
-    /// Third duplicate ACK: one segment lost (cm-implementation-linux §3.2).
-    pub(crate) fn on_third_dupack(&mut self, hole: u64) {
+    /// Third duplicate ACK: one segment lost, a congestion signal
+    /// (cm-implementation-linux §3.2, "dup acks == 3"), and the three
+    /// segments whose arrival caused the three duplicate ACKs have left the
+    /// network: RFC 5681 §3.2 step 3 inflates cwnd by 3 SMSS for exactly
+    /// those. The paper defers the first two ("dup acks < 3: TCP does
+    /// nothing"); all three are reported here, after the loss so that the
+    /// window is halved from its size before they arrived. Without them the
+    /// CM counts the three departed segments as in flight until the next
+    /// cumulative ACK: below a window of 8 segments the halved window then
+    /// has no room to grant the retransmission, and the flow stalls until
+    /// its RTO after every single loss.
+    pub(crate) fn on_third_dupack(&mut self, hole: u64, arrived: u64) {
         self.reported_ahead += self.report(hole, 0, LossMode::Transient, None);
+        self.reported_ahead += self.report(arrived, arrived, LossMode::None, None);
     }
 
     /// Each later duplicate ACK: one segment left the network.

@@ -509,8 +509,11 @@ impl TcpSender {
             }
             // cm-implementation-linux §3.2: dupacks == 3, a congestion loss.
             let hole = self.mss.min(flight);
+            // The three duplicate ACKs each announce one segment that
+            // arrived above the hole (RFC 5681 §3.2 step 3).
+            let arrived = (3 * self.mss).min(flight - hole);
             if let Some(cm) = self.cm.as_mut() {
-                cm.on_third_dupack(hole);
+                cm.on_third_dupack(hole, arrived);
             }
         }
     }

@@ -127,7 +127,11 @@ pub struct Cm {
 
 impl Cm {
     pub fn new() -> Self {
-        let mut cm = CongestionManager::new(Config::default()).unwrap();
+        Cm::with_config(Config::default())
+    }
+
+    pub fn with_config(cfg: Config) -> Self {
+        let mut cm = CongestionManager::new(cfg).unwrap();
         let c = cm.register_client(Instant::ZERO).unwrap();
         let flow = cm
             .open(
