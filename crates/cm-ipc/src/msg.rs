@@ -557,6 +557,10 @@ impl Message for ToDaemon {
                 let loss = loss_from_u8(r.u8()?)?;
                 let has_rtt = r.bool()?;
                 let rtt = r.u64()?;
+                if !has_rtt && rtt != 0 {
+                    // One encoding per message: an absent sample is zero.
+                    return Err(DecodeError::Invalid("rtt without its flag"));
+                }
                 ToDaemon::Update {
                     flow,
                     nsent,
@@ -592,6 +596,9 @@ impl Message for ToDaemon {
                 let (seq, flow) = (r.u32()?, r.u64()?);
                 let some = r.bool()?;
                 let t = r.u64()?;
+                if !some && t != 0 {
+                    return Err(DecodeError::Invalid("target without its flag"));
+                }
                 ToDaemon::SetMacroflow {
                     seq,
                     flow,

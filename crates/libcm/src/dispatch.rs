@@ -10,12 +10,13 @@ impl Cm {
     /// Gather what the CM has for us without blocking; grants for buffered
     /// flows are served here and never surface.
     fn pump(&mut self) -> Result<(), CmError> {
-        let before = self.events.len();
         match &mut self.backend {
             Backend::Embedded(e) => e.pump(&mut self.events),
             Backend::Daemon(d) => d.pump(&mut self.events)?,
         }
-        if !self.buffered.is_empty() && self.events.len() > before {
+        // Serve every queued grant of a buffered flow, not only new ones: a
+        // call's own pump (embedded `after_call`) may already have queued it.
+        if !self.buffered.is_empty() && !self.events.is_empty() {
             self.serve_buffered()?;
         }
         Ok(())
@@ -23,7 +24,7 @@ impl Cm {
 
     /// The next event, if one is ready (never blocks).
     pub fn poll_event(&mut self) -> Result<Option<CmEvent>, CmError> {
-        if self.events.is_empty() {
+        if self.events.is_empty() || !self.buffered.is_empty() {
             self.pump()?;
         }
         Ok(self.events.pop_front())

@@ -162,7 +162,9 @@ both_modes!(macroflows, |h: &common::Harness| {
     let mut cm = h.cm();
     let a = cm.open(None, dst(1000)).unwrap();
     let b = cm.open(None, dst(2000)).unwrap();
-    let c = cm.open(None, SocketAddr::from(([127, 0, 0, 2], 1000))).unwrap();
+    let c = cm
+        .open(None, SocketAddr::from(([127, 0, 0, 2], 1000)))
+        .unwrap();
     let ma = cm.macroflow_of(a).unwrap();
     // Same host, other port: same macroflow (cm-implementation-linux §2).
     assert_eq!(cm.macroflow_of(b).unwrap(), ma);
@@ -180,7 +182,11 @@ both_modes!(macroflows, |h: &common::Harness| {
     cm.set_weight(a, 3).unwrap();
     let s = cm.stat().unwrap();
     assert!(s.flows.len() >= 3);
-    assert!(s.macroflows.iter().any(|m| m.id == ma.to_u64() && m.flows == 2));
+    assert!(
+        s.macroflows
+            .iter()
+            .any(|m| m.id == ma.to_u64() && m.flows == 2)
+    );
     let q = cm.query_host("127.0.0.2".parse().unwrap()).unwrap();
     assert_eq!(q.len(), 1);
 });
@@ -210,7 +216,10 @@ both_modes!(bulk_calls, |h: &common::Harness| {
     cm.bulk_update(&fbs).unwrap();
     let est = cm.bulk_query(&flows).unwrap();
     assert_eq!(est.len(), 4);
-    assert!(est.iter().all(|e| e.srtt == Some(Duration::from_millis(30))));
+    assert!(
+        est.iter()
+            .all(|e| e.srtt == Some(Duration::from_millis(30)))
+    );
     // One estimate is shared: the four flows are one macroflow, so each
     // gets a quarter of the rate.
     let total = est[0].rate.unwrap().bytes_per_sec();
@@ -220,7 +229,8 @@ both_modes!(bulk_calls, |h: &common::Harness| {
 both_modes!(buffered_send_delivers_everything, |h: &common::Harness| {
     let mut cm = h.cm();
     let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
-    rx.set_read_timeout(Some(StdDuration::from_millis(200))).unwrap();
+    rx.set_read_timeout(Some(StdDuration::from_millis(200)))
+        .unwrap();
     let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
     let f = cm.open_buffered(tx, rx.local_addr().unwrap()).unwrap();
     assert!(matches!(

@@ -1,0 +1,378 @@
+//! Robustness and trust (issue 4 item 7; cm-implementation-linux §5,
+//! RFC 3124 §6): crashed clients are reclaimed, users are kept apart,
+//! hostile bytes and floods get errors while everyone else is served.
+//!
+//! Child processes are this test binary re-run on one `#[ignore]`d test,
+//! `child_main`, told what to do through the environment.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration as StdDuration, Instant};
+
+use common::{TestDaemon, next_event};
+use libcm::{Cm, CmError, CmEvent, Duration, ErrorCode, Feedback, FlowId, MacroflowId};
+
+fn dst() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 7000))
+}
+
+/// Kills the child on every exit path.
+struct ChildGuard(Child);
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_child(socket: &std::path::Path, role: &str, env: &[(&str, String)]) -> ChildGuard {
+    let mut c = Command::new(std::env::current_exe().expect("test binary"));
+    c.args([
+        "--exact",
+        "child_main",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("CM_TEST_CHILD_SOCKET", socket)
+    .env("CM_TEST_CHILD_ROLE", role)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    ChildGuard(c.spawn().expect("spawn child"))
+}
+
+/// Read the child's stdout until a line containing `marker` (libtest
+/// prints the child's output on its "test child_main ..." line), for at
+/// most 20 s.
+fn wait_line(child: &mut ChildGuard, marker: &str) {
+    let out = child.0.stdout.take().expect("child stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + StdDuration::from_secs(20);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) if line.contains(marker) => return,
+            Ok(_) => {}
+            Err(_) => panic!("child did not print {marker}"),
+        }
+    }
+}
+
+/// The child side of the multi-process tests.
+#[test]
+#[ignore = "run only as a child process by the tests below"]
+fn child_main() {
+    let Some(socket) = std::env::var_os("CM_TEST_CHILD_SOCKET") else {
+        return;
+    };
+    let role = std::env::var("CM_TEST_CHILD_ROLE").unwrap_or_default();
+    match role.as_str() {
+        // Open three flows, take grants and never answer them, then hang.
+        "hold" => {
+            let mut cm = Cm::connect(&socket).unwrap();
+            for _ in 0..3 {
+                let f = cm.open(None, dst()).unwrap();
+                cm.request_mtus(f, 8).unwrap();
+            }
+            let _ = next_event(&mut cm);
+            println!("READY");
+            loop {
+                std::thread::sleep(StdDuration::from_secs(1));
+            }
+        }
+        // Become another user, then try to touch the parent's flow.
+        "intruder" => {
+            become_nobody();
+            let theirs =
+                FlowId::from_u64(std::env::var("CM_VICTIM_FLOW").unwrap().parse().unwrap());
+            let their_mf =
+                MacroflowId::from_u64(std::env::var("CM_VICTIM_MF").unwrap().parse().unwrap());
+            let mut cm = Cm::connect(&socket).unwrap();
+            assert_ne!(cm.uid(), 0, "the daemon must see the new uid");
+            assert!(matches!(
+                cm.query(theirs),
+                Err(CmError::Daemon(ErrorCode::UnknownFlow))
+            ));
+            assert!(matches!(
+                cm.macroflow_of(theirs),
+                Err(CmError::Daemon(ErrorCode::UnknownFlow))
+            ));
+            cm.close(theirs).unwrap();
+            match next_event(&mut cm) {
+                CmEvent::Error { flow, code } => {
+                    assert_eq!((flow, code), (theirs, ErrorCode::UnknownFlow));
+                }
+                other => panic!("expected a refusal, got {other:?}"),
+            }
+            let mine = cm.open(None, dst()).unwrap();
+            assert_ne!(
+                cm.macroflow_of(mine).unwrap(),
+                their_mf,
+                "users must not share"
+            );
+            assert!(matches!(
+                cm.set_macroflow(mine, Some(their_mf)),
+                Err(CmError::Daemon(ErrorCode::UnknownMacroflow))
+            ));
+            let s = cm.stat().unwrap();
+            assert!(
+                s.flows.iter().all(|f| f.id != theirs.to_u64()),
+                "stat leaks"
+            );
+            println!("INTRUDER-DONE");
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+#[allow(unsafe_code)]
+fn become_nobody() {
+    // SAFETY: plain system calls with integer arguments in a
+    // single-threaded child before any other work.
+    unsafe {
+        assert_eq!(libc::setgid(65534), 0, "setgid");
+        assert_eq!(libc::setuid(65534), 0, "setuid");
+    }
+}
+
+fn flows_in(cm: &mut Cm, mf: MacroflowId) -> u32 {
+    cm.stat()
+        .unwrap()
+        .macroflows
+        .iter()
+        .find(|m| m.id == mf.to_u64())
+        .map_or(0, |m| m.flows)
+}
+
+#[test]
+fn killed_client_has_its_flows_reclaimed_and_others_go_on() {
+    let d = TestDaemon::start();
+    let mut cm = d.client();
+    let mine = cm.open(None, dst()).unwrap();
+    let mf = cm.macroflow_of(mine).unwrap();
+    let mut child = spawn_child(&d.path, "hold", &[]);
+    wait_line(&mut child, "READY");
+    assert_eq!(
+        flows_in(&mut cm, mf),
+        4,
+        "the child's flows share our macroflow"
+    );
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    let deadline = Instant::now() + StdDuration::from_secs(2);
+    while flows_in(&mut cm, mf) != 1 {
+        assert!(Instant::now() < deadline, "flows not reclaimed");
+        std::thread::sleep(StdDuration::from_millis(10));
+    }
+    // The window the dead client held is free again: our flow moves data.
+    let mut sent = 0u64;
+    while sent < 200 * 1460 {
+        cm.request(mine).unwrap();
+        let CmEvent::Send { bytes, .. } = next_event(&mut cm) else {
+            panic!("expected a grant");
+        };
+        cm.notify(mine, bytes.get()).unwrap();
+        cm.update(mine, Feedback::acked(bytes.get(), Duration::from_millis(1)))
+            .unwrap();
+        sent += bytes.get();
+    }
+}
+
+#[test]
+fn another_user_cannot_see_or_steer_our_flows() {
+    if rustix::process::getuid().as_raw() != 0 {
+        eprintln!("skipped: needs root to run a client as another uid");
+        return;
+    }
+    let d = TestDaemon::start();
+    let mut cm = d.client();
+    let mine = cm.open(None, dst()).unwrap();
+    let mf = cm.macroflow_of(mine).unwrap();
+    let mut child = spawn_child(
+        &d.path,
+        "intruder",
+        &[
+            ("CM_VICTIM_FLOW", mine.to_u64().to_string()),
+            ("CM_VICTIM_MF", mf.to_u64().to_string()),
+        ],
+    );
+    wait_line(&mut child, "INTRUDER-DONE");
+    let status = child.0.wait().unwrap();
+    assert!(status.success(), "the intruder's assertions failed");
+    // Our flow is untouched.
+    assert_eq!(cm.macroflow_of(mine).unwrap(), mf);
+    cm.request(mine).unwrap();
+    assert!(matches!(next_event(&mut cm), CmEvent::Send { .. }));
+}
+
+/// Raw access to the control socket, as a hostile client would have.
+mod raw {
+    use rustix::net::*;
+    use std::os::fd::OwnedFd;
+
+    pub fn connect_raw(path: &std::path::Path) -> OwnedFd {
+        let fd = socket_with(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .unwrap();
+        connect(&fd, &SocketAddrUnix::new(path).unwrap()).unwrap();
+        fd
+    }
+
+    pub fn roundtrip(fd: &OwnedFd, bytes: &[u8]) -> Vec<cm_ipc::ToClient> {
+        send(fd, bytes, SendFlags::empty()).unwrap();
+        let mut buf = vec![0u8; 65536];
+        let (n, _) = recv(fd, &mut buf, RecvFlags::empty()).unwrap();
+        cm_ipc::decode_frame(&buf[..n]).unwrap()
+    }
+}
+
+#[test]
+fn hostile_bytes_get_errors_and_everyone_else_is_served() {
+    use cm_ipc::{Frame, ToClient, ToDaemon};
+    let d = TestDaemon::start();
+    let mut good = d.client();
+    let f = good.open(None, dst()).unwrap();
+    let fd = raw::connect_raw(&d.path);
+    let malformed = |r: &[ToClient]| {
+        matches!(
+            r,
+            [ToClient::Error {
+                code: ErrorCode::Malformed,
+                ..
+            }]
+        )
+    };
+    // Garbage, a wrong magic, a truncated frame, a lying count.
+    assert!(malformed(&raw::roundtrip(&fd, b"\xff\x00garbage")));
+    assert!(malformed(&raw::roundtrip(
+        &fd,
+        &[0x43, 0x4d, 1, 0, 5, 0, 1]
+    )));
+    let mut fr = Frame::new();
+    fr.push(&ToDaemon::Ping { seq: 1 });
+    let mut bytes = fr.finish();
+    bytes.truncate(bytes.len() - 1);
+    assert!(malformed(&raw::roundtrip(&fd, &bytes)));
+    // Calls before Hello are refused.
+    fr.push(&ToDaemon::Ping { seq: 2 });
+    let r = raw::roundtrip(&fd, &fr.finish());
+    assert!(matches!(
+        r[..],
+        [ToClient::Error {
+            seq: 2,
+            code: ErrorCode::NotIntroduced,
+            ..
+        }]
+    ));
+    // A wrong protocol version is refused.
+    fr.push(&ToDaemon::Hello { version: 99 });
+    let r = raw::roundtrip(&fd, &fr.finish());
+    assert!(matches!(
+        r[..],
+        [ToClient::Error {
+            code: ErrorCode::UnsupportedVersion,
+            ..
+        }]
+    ));
+    // Introduced properly, guessing flow ids gets nothing.
+    fr.push(&ToDaemon::Hello { version: 1 });
+    fr.push(&ToDaemon::Query {
+        seq: 3,
+        flow: f.to_u64(),
+    });
+    let r = raw::roundtrip(&fd, &fr.finish());
+    assert!(matches!(r[0], ToClient::Welcome { .. }));
+    assert!(r.iter().any(|m| matches!(
+        m,
+        ToClient::Error {
+            seq: 3,
+            code: ErrorCode::UnknownFlow,
+            ..
+        }
+    )));
+    // The well-behaved client never noticed.
+    good.request(f).unwrap();
+    assert!(matches!(next_event(&mut good), CmEvent::Send { .. }));
+}
+
+#[test]
+fn floods_are_rate_limited_per_client() {
+    let d = TestDaemon::with_config(cmd::DaemonConfig {
+        max_messages_per_sec: 100,
+        ..Default::default()
+    });
+    let mut flood = d.client();
+    let mut calm = d.client();
+    let f = flood.open(None, dst()).unwrap();
+    let g = calm
+        .open(None, SocketAddr::from(([127, 0, 0, 3], 1)))
+        .unwrap();
+    let reqs: Vec<(FlowId, u32)> = (0..500).map(|_| (f, 1)).collect();
+    flood.bulk_request(&reqs).unwrap();
+    let deadline = Instant::now() + StdDuration::from_secs(2);
+    let mut limited = 0;
+    while Instant::now() < deadline && limited == 0 {
+        if let Some(CmEvent::Error {
+            code: ErrorCode::RateLimited,
+            ..
+        }) = flood.poll_event().unwrap()
+        {
+            limited += 1;
+        } else {
+            flood.wait(Some(StdDuration::from_millis(10))).unwrap();
+        }
+    }
+    assert!(
+        limited > 0,
+        "a flood of 500 calls at 100/s must be refused in part"
+    );
+    calm.request(g).unwrap();
+    assert!(matches!(next_event(&mut calm), CmEvent::Send { .. }));
+}
+
+#[test]
+fn per_client_flow_limit() {
+    let d = TestDaemon::with_config(cmd::DaemonConfig {
+        max_flows_per_client: 3,
+        ..Default::default()
+    });
+    let mut cm = d.client();
+    for _ in 0..3 {
+        cm.open(None, dst()).unwrap();
+    }
+    assert!(matches!(
+        cm.open(None, dst()),
+        Err(CmError::Daemon(ErrorCode::LimitReached))
+    ));
+}
+
+#[test]
+fn stale_socket_is_replaced_but_a_live_one_is_not() {
+    let d = TestDaemon::start();
+    let err = cmd::Daemon::bind(cmd::DaemonConfig::default(), &d.path);
+    assert!(err.is_err(), "must refuse to steal a live daemon's socket");
+    let stale = d.path.with_file_name("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    assert!(stale.exists());
+    let d2 = cmd::Daemon::bind(cmd::DaemonConfig::default(), &stale);
+    assert!(d2.is_ok(), "a stale socket file is replaced");
+}
