@@ -64,30 +64,33 @@ impl DaemonConfig {
 
     /// The core configuration this describes.
     pub fn core_config(&self) -> anyhow::Result<Config> {
-        let mut cfg = Config::default();
-        // Connection liveness decides when a client is gone; the core's
-        // silence timeout would reclaim a quiet but connected client.
-        cfg.client_timeout = None;
-        cfg.aging = match self.aging.as_str() {
+        let aging = match self.aging.as_str() {
             "min-rtt" => Aging::MinRtt,
             "srtt" => Aging::Srtt,
             "off" => Aging::Off,
             other => anyhow::bail!("aging must be min-rtt, srtt or off, not {other:?}"),
         };
-        cfg.scheduler = match self.scheduler.as_str() {
+        let scheduler = match self.scheduler.as_str() {
             "round-robin" => cm_core::scheduler::SchedulerKind::RoundRobin,
             "weighted" => cm_core::scheduler::SchedulerKind::Weighted,
             other => anyhow::bail!("scheduler must be round-robin or weighted, not {other:?}"),
         };
+        let mut cfg = Config {
+            // Connection liveness decides when a client is gone; the core's
+            // silence timeout would reclaim a quiet but connected client.
+            client_timeout: None,
+            aging,
+            scheduler,
+            ..Config::default()
+        };
         if self.initial_window == 0 || self.initial_window > 1000 {
             anyhow::bail!("initial_window must be in 1..=1000 segments");
         }
-        cfg.controller = cm_core::controller::ControllerConfig::Aimd(
-            cm_core::controller::AimdConfig {
+        cfg.controller =
+            cm_core::controller::ControllerConfig::Aimd(cm_core::controller::AimdConfig {
                 initial_window: Some(Bytes(self.initial_window * cfg.mtu.get())),
                 ..Default::default()
-            },
-        );
+            });
         if self.max_flows_per_client == 0 || self.max_messages_per_sec == 0 || self.max_clients == 0
         {
             anyhow::bail!("limits must be > 0");

@@ -232,7 +232,9 @@ impl Daemon {
                     })
                 })
                 .map_err(|e| code_of(&e)),
-            ToDaemon::SetMacroflow { seq, target, .. } => self.set_macroflow(uid, seq, flow, target),
+            ToDaemon::SetMacroflow { seq, target, .. } => {
+                self.set_macroflow(uid, seq, flow, target)
+            }
             ToDaemon::SetWeight { weight, .. } => self
                 .core
                 .set_weight(now, flow, weight)

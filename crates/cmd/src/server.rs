@@ -374,7 +374,10 @@ impl Daemon {
                 token,
                 Session::new(fd, uid, pid, self.cfg.max_messages_per_sec, now),
             );
-            log!(info, "msg=\"client connected\" session={token} uid={uid} pid={pid}");
+            log!(
+                info,
+                "msg=\"client connected\" session={token} uid={uid} pid={pid}"
+            );
         }
     }
 
@@ -481,7 +484,11 @@ fn remove_stale_socket(path: &Path) -> anyhow::Result<()> {
             path.display()
         ),
         Err(_) => {
-            log!(info, "msg=\"removing stale socket\" socket={}", path.display());
+            log!(
+                info,
+                "msg=\"removing stale socket\" socket={}",
+                path.display()
+            );
             std::fs::remove_file(path)?;
             Ok(())
         }

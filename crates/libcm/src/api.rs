@@ -287,10 +287,7 @@ impl Cm {
     }
 
     /// Run `f` with flushing deferred, then flush once.
-    fn batched<T>(
-        &mut self,
-        f: impl FnOnce(&mut Cm) -> Result<T, CmError>,
-    ) -> Result<T, CmError> {
+    fn batched<T>(&mut self, f: impl FnOnce(&mut Cm) -> Result<T, CmError>) -> Result<T, CmError> {
         let was = self.autoflush;
         self.autoflush = false;
         let r = f(self);

@@ -32,7 +32,10 @@ impl Cm {
 
     /// `cm_register_send`: the function called for each grant during
     /// [`Cm::dispatch`] (the paper's `cmapp_send`).
-    pub fn register_send(&mut self, cb: impl FnMut(&mut Cm, cm_core::FlowId, cm_core::Bytes) + 'static) {
+    pub fn register_send(
+        &mut self,
+        cb: impl FnMut(&mut Cm, cm_core::FlowId, cm_core::Bytes) + 'static,
+    ) {
         self.on_send = Some(Box::new(cb) as SendCallback);
     }
 

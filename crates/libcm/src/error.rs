@@ -65,10 +65,10 @@ impl CmError {
             | CmError::Daemon(ErrorCode::UnknownFlow | ErrorCode::UnknownMacroflow)
             | CmError::Async { .. } => -2, // ENOENT
             CmError::Core(E::LimitReached(_)) | CmError::Daemon(ErrorCode::LimitReached) => -24, // EMFILE
-            CmError::Daemon(ErrorCode::PermissionDenied) => -1,                                  // EPERM
+            CmError::Daemon(ErrorCode::PermissionDenied) => -1, // EPERM
             CmError::Daemon(ErrorCode::RateLimited) | CmError::QueueFull(_) => -11, // EAGAIN
-            CmError::Disconnected => -32,                                          // EPIPE
-            CmError::NoDaemon { .. } => -111, // ECONNREFUSED
+            CmError::Disconnected => -32,                       // EPIPE
+            CmError::NoDaemon { .. } => -111,                   // ECONNREFUSED
             CmError::Io(e) => -e.raw_os_error().unwrap_or(5),
             CmError::Protocol(_) | CmError::Daemon(_) => -71, // EPROTO
             CmError::Core(_) | CmError::NotBuffered(_) | CmError::Invalid(_) => -22, // EINVAL

@@ -63,6 +63,7 @@ pub mod tokio_adapter;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
+pub use buffered::DEFAULT_QUEUE_BYTES;
 pub use cm_core::{
     Bytes, Config, Duration, Feedback, FlowId, LossMode, MacroflowId, PathEstimate, Rate,
     Thresholds,
@@ -70,7 +71,6 @@ pub use cm_core::{
 pub use cm_ipc::ErrorCode;
 pub use error::CmError;
 pub use stat::{FlowStat, MacroflowStat, Stat};
-pub use buffered::DEFAULT_QUEUE_BYTES;
 
 use backend::daemon::DaemonConn;
 use backend::embedded::Embedded;

@@ -24,8 +24,8 @@ impl Cm {
         match &mut self.backend {
             Backend::Embedded(e) => {
                 let uid = rustix::process::getuid().as_raw();
-                let pid = u32::try_from(rustix::process::getpid().as_raw_nonzero().get())
-                    .unwrap_or(0);
+                let pid =
+                    u32::try_from(rustix::process::getpid().as_raw_nonzero().get()).unwrap_or(0);
                 let mut s = Stat::default();
                 for id in e.core.macroflow_ids() {
                     let Ok(m) = e.core.macroflow_info(id) else {

@@ -1,6 +1,8 @@
 //! Every libcm call, in embedded mode and against the daemon, with the same
 //! assertions (issue 4: "every API call is covered by tests in both modes").
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::cell::RefCell;

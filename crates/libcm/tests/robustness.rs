@@ -5,6 +5,8 @@
 //! Child processes are this test binary re-run on one `#[ignore]`d test,
 //! `child_main`, told what to do through the environment.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::io::{BufRead, BufReader};

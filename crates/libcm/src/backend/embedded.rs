@@ -32,8 +32,8 @@ impl Embedded {
     pub(crate) fn new(mut cfg: Config) -> Result<Self, CmError> {
         // One in-process client that cannot vanish without the CM.
         cfg.client_timeout = None;
-        let mut core =
-            CongestionManager::new(cfg).map_err(|_| CmError::Invalid("invalid CM configuration"))?;
+        let mut core = CongestionManager::new(cfg)
+            .map_err(|_| CmError::Invalid("invalid CM configuration"))?;
         let clock = Clock::new();
         let client = core.register_client(clock.now())?;
         Ok(Embedded {
