@@ -1,0 +1,464 @@
+//! Explicit contexts (`cm_ctx_*`): the same calls on a handle the program
+//! owns, for libraries and programs that want more than one CM connection
+//! or no hidden global state. Callbacks get the context and a user pointer.
+
+use std::ffi::{CStr, c_char, c_double, c_int, c_void};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::Arc;
+
+use cm_core::FlowId;
+use libcm::Cm;
+
+use crate::ctx::{self, CtxSend, CtxUpdate, SendCb, UpdateCb, flow_id};
+use crate::guard::{self, Code, EFAULT, EINVAL};
+use crate::{
+    addr, cm_ctx, cm_estimate, cm_feedback, cm_flowid, cm_mflowid, ctx_arc, ctx_ref, mode_out,
+    slice,
+};
+
+fn publish(
+    out: *mut *mut cm_ctx,
+    make: impl FnOnce() -> Result<Cm, libcm::CmError>,
+) -> Result<c_int, Code> {
+    if out.is_null() {
+        return Err(EFAULT);
+    }
+    let c = cm_ctx::new(make()?);
+    // SAFETY: `out` is non-NULL and writable by the caller's contract; the
+    // pointer written is an owned Arc released by cm_ctx_free.
+    unsafe { out.write_unaligned(Arc::into_raw(c).cast_mut()) };
+    Ok(0)
+}
+
+/// A new context: the daemon if its socket exists, else embedded.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_ctx_new(out: *mut *mut cm_ctx) -> c_int {
+    guard::int(|| publish(out, Cm::new))
+}
+
+/// A new context with an embedded CM.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_ctx_new_embedded(out: *mut *mut cm_ctx) -> c_int {
+    guard::int(|| publish(out, || Cm::embedded(libcm::Config::default())))
+}
+
+/// A new context on the daemon at `path` (NULL: the default path).
+///
+/// # Safety
+/// `path` is NULL or NUL-terminated; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_ctx_connect(path: *const c_char, out: *mut *mut cm_ctx) -> c_int {
+    guard::int(|| {
+        let p = if path.is_null() {
+            libcm::default_socket_path()
+        } else {
+            // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+            let s = unsafe { CStr::from_ptr(path) };
+            std::path::PathBuf::from(std::ffi::OsStr::from_bytes(s.to_bytes()))
+        };
+        publish(out, || Cm::connect(&p))
+    })
+}
+
+/// Free a context (closing its flows). NULL is ignored.
+///
+/// # Safety
+/// `c` is NULL or a live handle; it must not be used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_ctx_free(c: *mut cm_ctx) {
+    guard::void(|| {
+        // SAFETY: the caller's contract.
+        if unsafe { ctx_ref(c) }.is_ok() {
+            // SAFETY: releases the count published by cm_ctx_new*; a
+            // dispatch in progress holds its own count.
+            drop(unsafe { Arc::from_raw(c.cast_const()) });
+        }
+    });
+}
+
+/// Declare a `cm_ctx_*` function taking the context and returning `int`.
+macro_rules! ctx_int {
+    ($(#[$m:meta])* fn $name:ident($($a:ident: $t:ty),*) $body:expr) => {
+        $(#[$m])*
+        ///
+        /// # Safety
+        /// `c` is NULL or a live context handle.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(c: *mut cm_ctx $(, $a: $t)*) -> c_int {
+            guard::int(|| {
+                // SAFETY: the caller's contract.
+                let c: &cm_ctx = unsafe { ctx_ref(c) }?;
+                let f: &dyn Fn(&cm_ctx) -> Result<c_int, Code> = &$body;
+                f(c)
+            })
+        }
+    };
+}
+
+ctx_int!(
+    /// `CM_MODE_EMBEDDED` or `CM_MODE_DAEMON`.
+    fn cm_ctx_mode() |c| Ok(mode_out(c.ctx.mode()))
+);
+ctx_int!(
+    /// `cm_mtu` on a context.
+    fn cm_ctx_mtu(flow: cm_flowid) |c| {
+        let m = c.ctx.mtu(flow_id(flow)?)?;
+        Ok(c_int::try_from(m).unwrap_or(c_int::MAX))
+    }
+);
+ctx_int!(
+    /// `cm_request` on a context.
+    fn cm_ctx_request(flow: cm_flowid) |c| c.ctx.request(flow_id(flow)?, 1).map(|()| 0)
+);
+ctx_int!(
+    /// `cm_request_mtus` on a context.
+    fn cm_ctx_request_mtus(flow: cm_flowid, k: c_int) |c| {
+        let k = u32::try_from(k).map_err(|_| EINVAL)?;
+        c.ctx.request(flow_id(flow)?, k).map(|()| 0)
+    }
+);
+ctx_int!(
+    /// `cm_notify` on a context.
+    fn cm_ctx_notify(flow: cm_flowid, nsent: i64) |c| {
+        c.ctx.notify(flow_id(flow)?, ctx::bytes_in(nsent)?).map(|()| 0)
+    }
+);
+ctx_int!(
+    /// `cm_update` on a context.
+    fn cm_ctx_update(flow: cm_flowid, nsent: i64, nrecd: i64, lossmode: c_int, rtt: c_double) |c| {
+        let fb = ctx::feedback(nsent, nrecd, lossmode, rtt)?;
+        c.ctx.update(flow_id(flow)?, fb).map(|()| 0)
+    }
+);
+ctx_int!(
+    /// `cm_close` on a context.
+    fn cm_ctx_close(flow: cm_flowid) |c| c.ctx.close(flow_id(flow)?).map(|()| 0)
+);
+ctx_int!(
+    /// `cm_thresh(down, up)` on a context (context-wide).
+    fn cm_ctx_thresh(down: c_double, up: c_double) |c| {
+        let d = cm_core::Thresholds::default();
+        c.ctx.thresh_all(ctx::thresholds(down, up, d.rtt_down, d.rtt_up)?).map(|()| 0)
+    }
+);
+ctx_int!(
+    /// `cm_thresh_flow` on a context.
+    fn cm_ctx_thresh_flow(flow: cm_flowid, rate_down: c_double, rate_up: c_double, rtt_down: c_double, rtt_up: c_double) |c| {
+        let t = ctx::thresholds(rate_down, rate_up, rtt_down, rtt_up)?;
+        c.ctx.thresh_flow(flow_id(flow)?, t).map(|()| 0)
+    }
+);
+ctx_int!(
+    /// `cm_set_weight` on a context.
+    fn cm_ctx_set_weight(flow: cm_flowid, weight: c_int) |c| {
+        let w = u32::try_from(weight).map_err(|_| EINVAL)?;
+        c.ctx.set_weight(flow_id(flow)?, w).map(|()| 0)
+    }
+);
+ctx_int!(
+    /// `cm_register_send` on a context: `fn(ctx, flow, bytes, arg)`.
+    fn cm_ctx_register_send(cmapp_send: Option<CtxSend>, arg: *mut c_void) |c| {
+        c.ctx.register_send(cmapp_send.map(|f| SendCb::Ctx(f, arg as usize)));
+        Ok(0)
+    }
+);
+ctx_int!(
+    /// `cm_register_update` on a context: `fn(ctx, flow, estimate, arg)`.
+    fn cm_ctx_register_update(cmapp_update: Option<CtxUpdate>, arg: *mut c_void) |c| {
+        c.ctx.register_update(cmapp_update.map(|f| UpdateCb::Ctx(f, arg as usize))).map(|()| 0)
+    }
+);
+ctx_int!(
+    /// `cm_wait` on a context.
+    fn cm_ctx_wait(timeout_ms: c_int) |c| c.ctx.wait(timeout_ms).map(|()| 0)
+);
+ctx_int!(
+    /// `cm_fd` on a context.
+    fn cm_ctx_fd() |c| c.ctx.fd()
+);
+ctx_int!(
+    /// `cm_enable_sigio` on a context.
+    fn cm_ctx_enable_sigio() |c| c.ctx.enable_sigio().map(|()| 0)
+);
+
+/// `cm_dispatch` on a context.
+///
+/// # Safety
+/// `c` is NULL or a live context handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_ctx_dispatch(c: *mut cm_ctx) -> c_int {
+    guard::int(|| {
+        // SAFETY: the caller's contract; the Arc keeps the context alive
+        // even if a callback frees the handle.
+        let a = unsafe { ctx_arc(c) }?;
+        a.ctx.dispatch(c).map(guard::count)
+    })
+}
+
+/// `cm_open` on a context, with explicit address lengths.
+///
+/// # Safety
+/// `src` is NULL or `srclen` readable bytes; `dst` likewise.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_ctx_open(
+    c: *mut cm_ctx,
+    src: *const libc::sockaddr,
+    srclen: libc::socklen_t,
+    dst: *const libc::sockaddr,
+    dstlen: libc::socklen_t,
+) -> cm_flowid {
+    guard::long(|| {
+        // SAFETY: the caller's contract.
+        let c = unsafe { ctx_ref(c) }?;
+        // SAFETY: the caller's contract; lengths are checked by `read`.
+        let dst = unsafe { addr::read(dst, Some(dstlen as usize)) }?;
+        let src = if src.is_null() {
+            None
+        } else {
+            // SAFETY: as above.
+            Some(unsafe { addr::read(src, Some(srclen as usize)) }?)
+        };
+        c.ctx.open(src, dst)
+    })
+}
+
+/// `cm_open_buffered` on a context.
+///
+/// # Safety
+/// `c` is NULL or live; `dst` is NULL or `dstlen` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_ctx_open_buffered(
+    c: *mut cm_ctx,
+    udp_fd: c_int,
+    dst: *const libc::sockaddr,
+    dstlen: libc::socklen_t,
+) -> cm_flowid {
+    guard::long(|| {
+        // SAFETY: the caller's contract.
+        let c = unsafe { ctx_ref(c) }?;
+        // SAFETY: the caller's contract; the length is checked by `read`.
+        let dst = unsafe { addr::read(dst, Some(dstlen as usize)) }?;
+        c.ctx.open_buffered(crate::udp_socket(udp_fd)?, dst)
+    })
+}
+
+/// `cm_send` on a context.
+///
+/// # Safety
+/// `c` is NULL or live; `buf` points to `len` bytes (NULL if len is 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_ctx_send(
+    c: *mut cm_ctx,
+    flow: cm_flowid,
+    buf: *const c_void,
+    len: usize,
+) -> c_int {
+    guard::int(|| {
+        // SAFETY: the caller's contract.
+        let c = unsafe { ctx_ref(c) }?;
+        // SAFETY: the caller's contract.
+        let data = unsafe { slice(buf.cast::<u8>(), len) }?;
+        c.ctx.send(flow_id(flow)?, data).map(|()| 0)
+    })
+}
+
+/// `cm_query` on a context, into one structure.
+///
+/// # Safety
+/// `c` is NULL or live; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_ctx_query(
+    c: *mut cm_ctx,
+    flow: cm_flowid,
+    out: *mut cm_estimate,
+) -> c_int {
+    guard::int(|| {
+        // SAFETY: the caller's contract.
+        let c = unsafe { ctx_ref(c) }?;
+        if out.is_null() {
+            return Err(EFAULT);
+        }
+        let e = c.ctx.query(flow_id(flow)?)?;
+        // SAFETY: non-NULL and writable by the caller's contract.
+        unsafe { out.write_unaligned(e) };
+        Ok(0)
+    })
+}
+
+/// `cm_getmacroflow` on a context.
+///
+/// # Safety
+/// `c` is NULL or a live context handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_ctx_getmacroflow(c: *mut cm_ctx, flow: cm_flowid) -> cm_mflowid {
+    guard::long(|| {
+        // SAFETY: the caller's contract.
+        let c = unsafe { ctx_ref(c) }?;
+        c.ctx.getmacroflow(flow_id(flow)?)
+    })
+}
+
+/// `cm_setmacroflow` on a context.
+///
+/// # Safety
+/// `c` is NULL or a live context handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_ctx_setmacroflow(
+    c: *mut cm_ctx,
+    mflow: cm_mflowid,
+    flow: cm_flowid,
+) -> cm_mflowid {
+    guard::long(|| {
+        // SAFETY: the caller's contract.
+        let c = unsafe { ctx_ref(c) }?;
+        c.ctx.setmacroflow(mflow, flow_id(flow)?)
+    })
+}
+
+fn ids(flows: &[cm_flowid]) -> Result<Vec<FlowId>, Code> {
+    flows.iter().map(|&f| flow_id(f)).collect()
+}
+
+/// Shared by `cm_bulk_request` and `cm_ctx_bulk_request`.
+///
+/// # Safety
+/// `flows` points to `n` ids.
+pub(crate) unsafe fn bulk_request(
+    c: &cm_ctx,
+    flows: *const cm_flowid,
+    n: usize,
+) -> Result<c_int, Code> {
+    // SAFETY: the caller's contract.
+    let flows = ids(unsafe { slice(flows, n) }?)?;
+    c.ctx.bulk_request(&flows).map(|()| 0)
+}
+
+/// Shared by `cm_bulk_notify` and `cm_ctx_bulk_notify`.
+///
+/// # Safety
+/// `flows` and `nsent` point to `n` elements.
+pub(crate) unsafe fn bulk_notify(
+    c: &cm_ctx,
+    flows: *const cm_flowid,
+    nsent: *const i64,
+    n: usize,
+) -> Result<c_int, Code> {
+    // SAFETY: the caller's contract.
+    let (f, s) = unsafe { (slice(flows, n)?, slice(nsent, n)?) };
+    let sent = f
+        .iter()
+        .zip(s)
+        .map(|(&f, &s)| Ok((flow_id(f)?, ctx::bytes_in(s)?)))
+        .collect::<Result<Vec<_>, Code>>()?;
+    c.ctx.bulk_notify(&sent).map(|()| 0)
+}
+
+/// Shared by `cm_bulk_update` and `cm_ctx_bulk_update`.
+///
+/// # Safety
+/// `fb` points to `n` reports.
+pub(crate) unsafe fn bulk_update(
+    c: &cm_ctx,
+    fb: *const cm_feedback,
+    n: usize,
+) -> Result<c_int, Code> {
+    // SAFETY: the caller's contract.
+    let fb = unsafe { slice(fb, n) }?;
+    let fbs = fb
+        .iter()
+        .map(|r| {
+            Ok((
+                flow_id(r.flow)?,
+                ctx::feedback(r.nsent, r.nrecd, r.lossmode, r.rtt)?,
+            ))
+        })
+        .collect::<Result<Vec<_>, Code>>()?;
+    c.ctx.bulk_update(&fbs).map(|()| 0)
+}
+
+/// Shared by `cm_bulk_query` and `cm_ctx_bulk_query`.
+///
+/// # Safety
+/// `flows` points to `n` ids and `out` to room for `n` estimates.
+pub(crate) unsafe fn bulk_query(
+    c: &cm_ctx,
+    flows: *const cm_flowid,
+    n: usize,
+    out: *mut cm_estimate,
+) -> Result<c_int, Code> {
+    if n > 0 && out.is_null() {
+        return Err(EFAULT);
+    }
+    // SAFETY: the caller's contract.
+    let flows = ids(unsafe { slice(flows, n) }?)?;
+    let ests = c.ctx.bulk_query(&flows)?;
+    for (i, e) in ests.into_iter().enumerate().take(n) {
+        // SAFETY: out has room for n estimates (caller's contract), i < n.
+        unsafe { out.add(i).write_unaligned(e) };
+    }
+    Ok(0)
+}
+
+/// `cm_bulk_request` on a context.
+///
+/// # Safety
+/// `c` is NULL or live; `flows` points to `n` ids.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_ctx_bulk_request(
+    c: *mut cm_ctx,
+    flows: *const cm_flowid,
+    n: usize,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    guard::int(|| unsafe { bulk_request(ctx_ref(c)?, flows, n) })
+}
+
+/// `cm_bulk_notify` on a context.
+///
+/// # Safety
+/// `c` is NULL or live; `flows`, `nsent` point to `n` elements.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_ctx_bulk_notify(
+    c: *mut cm_ctx,
+    flows: *const cm_flowid,
+    nsent: *const i64,
+    n: usize,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    guard::int(|| unsafe { bulk_notify(ctx_ref(c)?, flows, nsent, n) })
+}
+
+/// `cm_bulk_update` on a context.
+///
+/// # Safety
+/// `c` is NULL or live; `fb` points to `n` reports.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_ctx_bulk_update(
+    c: *mut cm_ctx,
+    fb: *const cm_feedback,
+    n: usize,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    guard::int(|| unsafe { bulk_update(ctx_ref(c)?, fb, n) })
+}
+
+/// `cm_bulk_query` on a context.
+///
+/// # Safety
+/// `c` is NULL or live; `flows` points to `n` ids, `out` to room for `n`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_ctx_bulk_query(
+    c: *mut cm_ctx,
+    flows: *const cm_flowid,
+    n: usize,
+    out: *mut cm_estimate,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    guard::int(|| unsafe { bulk_query(ctx_ref(c)?, flows, n, out) })
+}

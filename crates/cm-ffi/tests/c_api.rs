@@ -1,0 +1,76 @@
+//! tests/c/api_test.c: every function of cm.h, with its error paths, from
+//! C, in embedded mode and against a daemon.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Daemon, DaemonProcess, TempDir, cc, crate_dir, run};
+
+fn build(dir: &TempDir) -> std::path::PathBuf {
+    let out = dir.0.join("api_test");
+    cc(&[crate_dir().join("tests/c/api_test.c")], &out, false);
+    out
+}
+
+fn check(r: &common::Run, mode: &str) {
+    assert!(r.ok, "api_test {mode} failed:\n{}\n{}", r.stdout, r.stderr);
+    let line = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("api_test {mode}:")))
+        .unwrap_or_else(|| panic!("no summary:\n{}\n{}", r.stdout, r.stderr));
+    assert!(line.ends_with(" 0 failures"), "{line}\n{}", r.stderr);
+    let checks: u32 = line
+        .split_whitespace()
+        .nth(2)
+        .and_then(|n| n.parse().ok())
+        .expect("check count");
+    assert!(checks > 250, "only {checks} checks ran: {line}");
+    // A caught panic prints to stderr; none may happen.
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+}
+
+#[test]
+fn every_function_embedded() {
+    let d = TempDir::new("api");
+    let bin = build(&d);
+    let r = run(
+        &bin,
+        &["embedded"],
+        &[("CM_SOCKET", "/nonexistent/cm-ffi-test.sock")],
+        Duration::from_secs(60),
+    );
+    check(&r, "embedded");
+}
+
+#[test]
+fn every_function_daemon() {
+    let d = TempDir::new("api-daemon");
+    let bin = build(&d);
+    let daemon = Daemon::start();
+    let r = run(
+        &bin,
+        &["daemon"],
+        &[("CM_SOCKET", daemon.socket())],
+        Duration::from_secs(60),
+    );
+    check(&r, "daemon");
+}
+
+#[test]
+fn every_function_cmd_binary() {
+    let Some(daemon) = DaemonProcess::start() else {
+        eprintln!("skipped: no cmd binary next to libcm.so (cargo build -p cmd)");
+        return;
+    };
+    let d = TempDir::new("api-cmd");
+    let bin = build(&d);
+    let r = run(
+        &bin,
+        &["daemon"],
+        &[("CM_SOCKET", daemon.socket())],
+        Duration::from_secs(60),
+    );
+    check(&r, "daemon");
+}

@@ -1,0 +1,252 @@
+//! Test support: find the built libcm.so, compile C programs against it
+//! with `cc`, run them with a time limit, and run a CM daemon for them.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+static N: AtomicU32 = AtomicU32::new(0);
+
+/// The crate's directory.
+pub fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The directory holding libcm.so / libcm.a (the test binary's profile dir).
+pub fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>")
+        .to_path_buf();
+    assert!(
+        dir.join("libcm.so").exists(),
+        "{} has no libcm.so: build cm-ffi first",
+        dir.display()
+    );
+    dir
+}
+
+/// A fresh temporary directory, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!(
+            "cm-ffi-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&d).expect("temp dir");
+        TempDir(d)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Compile C sources with `cc` against cm.h and libcm (shared unless
+/// `static_link`), failing the test on any warning.
+pub fn cc(sources: &[PathBuf], out: &Path, static_link: bool) {
+    let lib = lib_dir();
+    let mut cmd = Command::new("cc");
+    cmd.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"])
+        .arg("-I")
+        .arg(crate_dir().join("include"))
+        .arg("-I")
+        .arg(crate_dir().join("examples/c"))
+        .args(sources)
+        .arg("-o")
+        .arg(out);
+    if static_link {
+        cmd.arg(lib.join("libcm.a"))
+            .args(["-lpthread", "-ldl", "-lm", "-lgcc_s"]);
+    } else {
+        cmd.arg("-L")
+            .arg(&lib)
+            .arg("-lcm")
+            .arg(format!("-Wl,-rpath,{}", lib.display()))
+            .arg("-lm");
+    }
+    let o = cmd.output().expect("run cc (install build-essential)");
+    assert!(
+        o.status.success(),
+        "cc failed:\n{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Build one of the C examples into `dir`.
+pub fn build_example(name: &str, dir: &Path) -> PathBuf {
+    let out = dir.join(name);
+    cc(
+        &[crate_dir().join(format!("examples/c/{name}.c"))],
+        &out,
+        false,
+    );
+    out
+}
+
+/// A finished C program: its exit status and output.
+pub struct Run {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// The `key=value` fields of the line starting `RESULT <what>`.
+    pub fn result(&self, what: &str) -> HashMap<String, String> {
+        let prefix = format!("RESULT {what} ");
+        let line = self
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} line in:\n{}\n{}", self.stdout, self.stderr));
+        line[prefix.len()..]
+            .split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    /// A numeric field of the RESULT line.
+    pub fn num(&self, what: &str, key: &str) -> f64 {
+        let r = self.result(what);
+        r.get(key)
+            .unwrap_or_else(|| panic!("no {key} in {r:?}"))
+            .parse()
+            .unwrap_or_else(|_| panic!("{key} not a number in {r:?}"))
+    }
+}
+
+/// Run a program with `env`, killing it after `limit`.
+pub fn run(prog: &Path, args: &[&str], env: &[(&str, &str)], limit: Duration) -> Run {
+    let mut c = Command::new(prog);
+    c.args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_remove("CM_EXAMPLE_MODE");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let child = c.spawn().expect("spawn C program");
+    let o = wait_limit(child, limit);
+    Run {
+        ok: o.status.success(),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn wait_limit(mut child: Child, limit: Duration) -> Output {
+    let end = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(10)),
+            _ => {
+                let _ = child.kill();
+                break;
+            }
+        }
+    }
+    child.wait_with_output().expect("collect output")
+}
+
+/// The CM daemon (`cmd`'s own loop) on a thread, on a socket in a fresh
+/// temporary directory; stopped and removed on drop, whatever happened.
+pub struct Daemon {
+    pub path: PathBuf,
+    stop: cmd::StopHandle,
+    thread: Option<JoinHandle<()>>,
+    _dir: TempDir,
+}
+
+impl Daemon {
+    pub fn start() -> Daemon {
+        cmd::log::set_quiet(true);
+        let dir = TempDir::new("daemon");
+        let path = dir.0.join("cm.sock");
+        let mut d = cmd::Daemon::bind(cmd::DaemonConfig::default(), &path).expect("daemon binds");
+        let stop = d.stop_handle();
+        let thread = std::thread::spawn(move || d.run().expect("daemon runs"));
+        Daemon {
+            path,
+            stop,
+            thread: Some(thread),
+            _dir: dir,
+        }
+    }
+
+    pub fn socket(&self) -> &str {
+        self.path.to_str().expect("utf-8 temp path")
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.stop.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The `cmd` binary as a separate process (`cmd --socket PATH`), killed on
+/// drop. `None` when the binary has not been built into this target dir.
+pub struct DaemonProcess {
+    pub path: PathBuf,
+    child: Child,
+    _dir: TempDir,
+}
+
+impl DaemonProcess {
+    pub fn start() -> Option<DaemonProcess> {
+        let bin = lib_dir().join("cmd");
+        if !bin.exists() {
+            return None;
+        }
+        let dir = TempDir::new("cmd");
+        let path = dir.0.join("cm.sock");
+        let child = Command::new(&bin)
+            .arg("--socket")
+            .arg(&path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn cmd");
+        let d = DaemonProcess {
+            path,
+            child,
+            _dir: dir,
+        };
+        let end = Instant::now() + Duration::from_secs(10);
+        while !d.path.exists() {
+            assert!(Instant::now() < end, "cmd did not create its socket");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Some(d)
+    }
+
+    pub fn socket(&self) -> &str {
+        self.path.to_str().expect("utf-8 temp path")
+    }
+}
+
+impl Drop for DaemonProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
