@@ -4,7 +4,12 @@ use clap::{Parser, Subcommand};
 
 mod demo;
 mod experiment_cmd;
+mod flow_cmd;
+mod query_cmd;
 mod sim_cmd;
+mod stat_cmd;
+mod stat_view;
+mod top_cmd;
 mod wait;
 
 /// The Congestion Manager: host-wide congestion control shared by every
@@ -27,17 +32,35 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Run a paper experiment (or `all`, or `list`): CSV, SVG and JSON out.
     Experiment(experiment_cmd::ExperimentArgs),
+    /// Show the CM daemon's macroflows and, under each, its flows (window,
+    /// rate, srtt, rttvar, loss, bytes in flight, share, owner).
+    Stat(stat_cmd::StatArgs),
+    /// `cm stat`, live: redraw every interval, with each flow's measured
+    /// sending rate.
+    Top(top_cmd::TopArgs),
+    /// Your macroflow state towards a host: window, rate, srtt, rttvar,
+    /// loss (exit status 1 if there is none).
+    Query(query_cmd::QueryArgs),
+    /// Open a CM flow at the daemon and send real UDP traffic over loopback
+    /// to a receiver this command starts, paced by the CM (request /
+    /// callback, acks fed back with RTT samples); prints a summary.
+    Flow(flow_cmd::FlowArgs),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    let ok = |r: anyhow::Result<()>| r.map(|()| std::process::ExitCode::SUCCESS);
     let result = match cli.command {
-        Command::Demo(a) => demo::run(&a),
-        Command::Sim(a) => sim_cmd::run_sim(&a),
-        Command::Experiment(a) => experiment_cmd::run_experiment(&a),
+        Command::Demo(a) => ok(demo::run(&a)),
+        Command::Sim(a) => ok(sim_cmd::run_sim(&a)),
+        Command::Experiment(a) => ok(experiment_cmd::run_experiment(&a)),
+        Command::Stat(a) => ok(stat_cmd::run(&a)),
+        Command::Top(a) => ok(top_cmd::run(&a)),
+        Command::Query(a) => query_cmd::run(&a),
+        Command::Flow(a) => ok(flow_cmd::run(&a)),
     };
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             // The cause chain on one line, without a debug dump.
             eprintln!("error: {e:#}");

@@ -11,7 +11,7 @@ mod link;
 mod receiver;
 mod report;
 mod sender;
-mod wire;
+pub(crate) mod wire;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

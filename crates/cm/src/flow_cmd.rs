@@ -1,0 +1,509 @@
+//! `cm flow`: one real CM flow through libcm, for demos and tests.
+//!
+//! It opens a flow at the CM daemon, starts its own receiver (a thread
+//! with a UDP socket on the loopback destination that acknowledges every
+//! datagram), and sends for a while using the request/callback API
+//! (cm-implementation-linux §2.1.1, "ALF" senders): `cm_request`, a
+//! `cmapp_send` callback registered with `cm_register_send` that sends one
+//! datagram and answers with `cm_notify`, and the receiver's acks fed back
+//! with `cm_update` carrying RTT samples (cm-implementation-linux §3.3:
+//! application-level feedback). Loopback only: it never sends a packet off
+//! the machine.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration as StdDuration, Instant as StdInstant};
+
+use anyhow::{Context, Result, bail};
+use libcm::{Bytes, Cm, CmEvent, Duration, Feedback, FlowId, LossMode};
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use serde::Serialize;
+
+use crate::demo::wire::{Ack, DATA_HEADER, Data};
+use crate::stat_view::{connect, fmt_us, mbit, socket_path};
+
+/// Options of `cm flow`.
+#[derive(Debug, clap::Args)]
+pub struct FlowArgs {
+    /// Destination, a loopback address and port (127.0.0.0/8 or ::1); the
+    /// receiver is started there (port 0: any free port).
+    pub dst: SocketAddr,
+    /// The daemon's control socket [default: $CM_SOCKET, else
+    /// $XDG_RUNTIME_DIR/cm.sock, else /run/cm.sock].
+    #[arg(long, short)]
+    pub socket: Option<PathBuf>,
+    /// How long to send, in seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub secs: f64,
+    /// Send no faster than this many Mbit/s (the application's own limit;
+    /// default: as fast as the CM grants).
+    #[arg(long)]
+    pub rate_limit: Option<f64>,
+    /// Datagram size in bytes (at most the flow's MTU).
+    #[arg(long, default_value_t = 1200)]
+    pub size: usize,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Grants asked for and not yet received, at most: enough that the CM's
+/// window, not this program, limits an unlimited sender.
+const REQUEST_DEPTH: u32 = 32;
+/// A datagram this many sequence numbers behind the newest ack is lost
+/// (TCP's three duplicate ACKs, RFC 5681 §3.2).
+const REORDER: u64 = 3;
+/// A datagram unacknowledged this long is lost even with no later acks.
+const LOSS_TIMEOUT_US: u64 = 1_000_000;
+
+/// The application's own token bucket (`--rate-limit`).
+#[derive(Debug)]
+struct Bucket {
+    bytes_per_sec: f64,
+    tokens: f64,
+    cap: f64,
+    at: StdInstant,
+}
+
+impl Bucket {
+    fn refill(&mut self, now: StdInstant) {
+        let dt = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + dt * self.bytes_per_sec).min(self.cap);
+        self.at = now;
+    }
+}
+
+/// What the send callback and the loop share.
+struct Sender {
+    sock: UdpSocket,
+    tag: u32,
+    size: usize,
+    epoch: StdInstant,
+    next_seq: u64,
+    /// Sequence → (send time in µs since `epoch`, bytes).
+    outstanding: BTreeMap<u64, (u64, u64)>,
+    requested: u32,
+    bucket: Option<Bucket>,
+    error: Option<anyhow::Error>,
+    buf: Vec<u8>,
+    sent_pkts: u64,
+    sent_bytes: u64,
+    acked_pkts: u64,
+    lost_pkts: u64,
+    expired: u64,
+    highest_acked: Option<u64>,
+}
+
+impl Sender {
+    fn now_us(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// `cmapp_send`: send one datagram of at most the granted size, then
+    /// `cm_notify` what was sent (0 declines the grant).
+    fn on_grant(&mut self, cm: &mut Cm, flow: FlowId, bytes: Bytes) {
+        self.requested = self.requested.saturating_sub(1);
+        let len = self
+            .size
+            .min(usize::try_from(bytes.get()).unwrap_or(usize::MAX));
+        let mut sent = 0;
+        if len >= DATA_HEADER {
+            let sent_us = self.now_us();
+            let d = Data {
+                flow: self.tag,
+                seq: self.next_seq,
+                sent_us,
+            };
+            d.encode(len, &mut self.buf);
+            match self.sock.send(&self.buf) {
+                Ok(n) => {
+                    sent = n as u64;
+                    self.outstanding.insert(self.next_seq, (sent_us, sent));
+                    self.next_seq += 1;
+                    self.sent_pkts += 1;
+                    self.sent_bytes += sent;
+                    if let Some(b) = &mut self.bucket {
+                        b.tokens -= sent as f64;
+                    }
+                }
+                // A full socket buffer: decline this grant, ask again.
+                Err(e) if is_transient(&e) => {}
+                Err(e) => self.error = Some(anyhow::Error::new(e).context("sending a datagram")),
+            }
+        }
+        if let Err(e) = cm.notify(flow, sent) {
+            self.error = Some(anyhow::Error::new(e).context("cm_notify"));
+        }
+    }
+
+    /// Read every ack waiting; return the feedback for `cm_update`: one
+    /// report per ack (with its RTT sample) and one per kind of loss.
+    fn read_acks(&mut self, rbuf: &mut [u8]) -> Result<Vec<Feedback>> {
+        let mut fbs = Vec::new();
+        loop {
+            let n = match self.sock.recv(rbuf) {
+                Ok(n) => n,
+                Err(e) if is_transient(&e) => break,
+                Err(e) => return Err(e).context("reading acks"),
+            };
+            let Some(ack) = Ack::decode(&rbuf[..n]) else {
+                continue;
+            };
+            if ack.flow != self.tag {
+                continue;
+            }
+            let Some((sent_us, len)) = self.outstanding.remove(&ack.seq) else {
+                continue; // already declared lost
+            };
+            let rtt = self.now_us().saturating_sub(sent_us).max(1);
+            fbs.push(Feedback::acked(len, Duration::from_micros(rtt)));
+            self.acked_pkts += 1;
+            self.highest_acked = self.highest_acked.max(Some(ack.seq));
+        }
+        let now = self.now_us();
+        let mut lost = [0u64; 2]; // transient, persistent
+        let highest = self.highest_acked;
+        self.outstanding.retain(|&seq, &mut (sent_us, len)| {
+            if highest.is_some_and(|h| seq + REORDER <= h) {
+                lost[0] += len;
+            } else if now.saturating_sub(sent_us) > LOSS_TIMEOUT_US {
+                lost[1] += len;
+            } else {
+                return true;
+            }
+            false
+        });
+        for (bytes, mode) in lost
+            .into_iter()
+            .zip([LossMode::Transient, LossMode::Persistent])
+        {
+            if bytes > 0 {
+                self.lost_pkts += bytes.div_ceil(self.size as u64);
+                fbs.push(Feedback::lossy(bytes, 0, mode));
+            }
+        }
+        Ok(fbs)
+    }
+
+    /// How long until the token bucket allows one more request (zero when
+    /// it does now or there is no bucket).
+    fn token_wait(&self) -> StdDuration {
+        match &self.bucket {
+            Some(b) if self.requested < REQUEST_DEPTH => {
+                let need = (f64::from(self.requested) + 1.0) * self.size as f64 - b.tokens;
+                StdDuration::from_secs_f64((need / b.bytes_per_sec).max(0.0))
+            }
+            _ => StdDuration::ZERO,
+        }
+    }
+
+    /// Whether the application has data for one more grant now.
+    fn wants_more(&mut self, now: StdInstant) -> bool {
+        if self.requested >= REQUEST_DEPTH {
+            return false;
+        }
+        match &mut self.bucket {
+            None => true,
+            Some(b) => {
+                b.refill(now);
+                b.tokens >= (f64::from(self.requested) + 1.0) * self.size as f64
+            }
+        }
+    }
+}
+
+fn is_transient(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+    ) || e.raw_os_error() == Some(105) // ENOBUFS
+}
+
+/// The receiver: a thread acknowledging every datagram on `addr`.
+struct Receiver {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<Result<u64>>,
+}
+
+impl Receiver {
+    fn spawn(addr: SocketAddr) -> Result<Receiver> {
+        let sock =
+            UdpSocket::bind(addr).with_context(|| format!("binding the receiver on {addr}"))?;
+        sock.set_read_timeout(Some(StdDuration::from_millis(50)))?;
+        let addr = sock.local_addr()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("cm-flow-receiver".into())
+            .spawn(move || {
+                let mut buf = vec![0u8; 65_536];
+                let mut out = Vec::with_capacity(32);
+                let mut received = 0u64;
+                while !flag.load(Ordering::Relaxed) {
+                    let (n, from) = match sock.recv_from(&mut buf) {
+                        Ok(x) => x,
+                        Err(e) if is_transient(&e) => continue,
+                        Err(e) => return Err(e).context("receiver"),
+                    };
+                    let Some(d) = Data::decode(&buf[..n]) else {
+                        continue;
+                    };
+                    received += 1;
+                    Ack {
+                        flow: d.flow,
+                        seq: d.seq,
+                        echo_us: d.sent_us,
+                        len: u32::try_from(n).unwrap_or(u32::MAX),
+                    }
+                    .encode(&mut out);
+                    match sock.send_to(&out, from) {
+                        Ok(_) => {}
+                        Err(e) if is_transient(&e) => {} // a lost ack
+                        Err(e) => return Err(e).context("receiver sending an ack"),
+                    }
+                }
+                Ok(received)
+            })?;
+        Ok(Receiver { addr, stop, thread })
+    }
+
+    fn join(self) -> Result<u64> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("receiver thread panicked"))?
+    }
+}
+
+/// What `cm flow` prints at the end.
+#[derive(Debug, Serialize)]
+struct Summary {
+    flow: u64,
+    macroflow: u64,
+    pid: u32,
+    dst: SocketAddr,
+    secs: f64,
+    sent_datagrams: u64,
+    sent_bytes: u64,
+    acked_datagrams: u64,
+    lost_datagrams: u64,
+    received_datagrams: u64,
+    expired_grants: u64,
+    send_mbit: f64,
+    rate_mbit: Option<f64>,
+    srtt_us: Option<u64>,
+    rttvar_us: Option<u64>,
+    loss: Option<f64>,
+}
+
+fn check(args: &FlowArgs) -> Result<()> {
+    if !args.dst.ip().is_loopback() {
+        bail!(
+            "refusing to send to {}: cm flow only sends on loopback (127.0.0.0/8 or ::1) \
+             and never puts traffic on the network",
+            args.dst.ip()
+        );
+    }
+    if !(args.secs.is_finite() && args.secs > 0.0 && args.secs <= 86_400.0) {
+        bail!("--secs must be a positive number of seconds (at most a day)");
+    }
+    if let Some(r) = args.rate_limit {
+        if !(r.is_finite() && r > 0.0) {
+            bail!("--rate-limit must be a positive number of Mbit/s");
+        }
+    }
+    if args.size < DATA_HEADER || args.size > 65_000 {
+        bail!("--size must be between {DATA_HEADER} and 65000 bytes");
+    }
+    Ok(())
+}
+
+/// Run `cm flow`.
+pub fn run(args: &FlowArgs) -> Result<()> {
+    check(args)?;
+    let mut cm = connect(args.socket.as_deref())?;
+    let receiver = Receiver::spawn(args.dst)?;
+    let dst = receiver.addr;
+    let result = send(&mut cm, args, dst);
+    let received = receiver.join();
+    let mut summary = result?;
+    summary.received_datagrams = received?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print_summary(&summary);
+    }
+    Ok(())
+}
+
+fn send(cm: &mut Cm, args: &FlowArgs, dst: SocketAddr) -> Result<Summary> {
+    let local: SocketAddr = if dst.is_ipv4() {
+        ([127, 0, 0, 1], 0).into()
+    } else {
+        (std::net::Ipv6Addr::LOCALHOST, 0).into()
+    };
+    let sock = UdpSocket::bind(local).context("binding the sender")?;
+    sock.connect(dst)?;
+    sock.set_nonblocking(true)?;
+    let flow = cm
+        .open(Some(sock.local_addr()?), dst)
+        .context("cm_open at the daemon")?;
+    let macroflow = cm.macroflow_of(flow)?.to_u64();
+    let size = args
+        .size
+        .min(usize::try_from(cm.mtu(flow)?).unwrap_or(usize::MAX));
+    let pid = std::process::id();
+    eprintln!(
+        "cm flow: pid {pid}, flow {} to {dst} (macroflow {macroflow}) at {}, for {} s",
+        flow.to_u64(),
+        socket_path(args.socket.as_deref()).display(),
+        args.secs
+    );
+    let start = StdInstant::now();
+    let bucket = args.rate_limit.map(|mbit| Bucket {
+        bytes_per_sec: mbit * 1e6 / 8.0,
+        tokens: size as f64,
+        // Bursts of at most the request depth or 10 ms of sending.
+        cap: (f64::from(REQUEST_DEPTH) * size as f64).max(mbit * 1e6 / 8.0 / 100.0),
+        at: start,
+    });
+    let state = Rc::new(RefCell::new(Sender {
+        sock,
+        tag: u32::try_from(flow.to_u64() & 0xffff_ffff).unwrap_or(0),
+        size,
+        epoch: start,
+        next_seq: 0,
+        outstanding: BTreeMap::new(),
+        requested: 0,
+        bucket,
+        error: None,
+        buf: Vec::with_capacity(size),
+        sent_pkts: 0,
+        sent_bytes: 0,
+        acked_pkts: 0,
+        lost_pkts: 0,
+        expired: 0,
+        highest_acked: None,
+    }));
+    let cb = state.clone();
+    cm.register_send(move |cm, f, bytes| cb.borrow_mut().on_grant(cm, f, bytes));
+    let cm_fd = cm.pollable_fd()?.try_clone_to_owned()?;
+    let deadline = start + StdDuration::from_secs_f64(args.secs);
+    let mut rbuf = vec![0u8; 2048];
+    loop {
+        let now = StdInstant::now();
+        if now >= deadline {
+            break;
+        }
+        cm.dispatch()?;
+        while let Some(ev) = cm.poll_event()? {
+            match ev {
+                // A grant that arrived after dispatch gathered its events.
+                CmEvent::Send { flow, bytes } => state.borrow_mut().on_grant(cm, flow, bytes),
+                CmEvent::GrantExpired { .. } => {
+                    let mut s = state.borrow_mut();
+                    s.expired += 1;
+                    s.requested = s.requested.saturating_sub(1);
+                }
+                CmEvent::FlowReclaimed { .. } => bail!("the CM reclaimed the flow"),
+                CmEvent::Error { code, .. } => bail!("the daemon refused a call: {code:?}"),
+                _ => {}
+            }
+        }
+        let (fbs, ask) = {
+            let mut s = state.borrow_mut();
+            if let Some(e) = s.error.take() {
+                return Err(e);
+            }
+            let fbs = s.read_acks(&mut rbuf)?;
+            let mut ask = 0;
+            while s.wants_more(now) {
+                s.requested += 1;
+                ask += 1;
+            }
+            (fbs, ask)
+        };
+        // One message each for the feedback and the requests (bulk calls,
+        // cm-implementation-linux §5).
+        if !fbs.is_empty() {
+            let batch: Vec<(FlowId, Feedback)> = fbs.into_iter().map(|fb| (flow, fb)).collect();
+            cm.bulk_update(&batch)?;
+        }
+        if ask > 0 {
+            cm.bulk_request(&vec![(flow, 1); ask])?;
+        }
+        let s = state.borrow();
+        let mut wait = deadline
+            .saturating_duration_since(StdInstant::now())
+            .min(StdDuration::from_millis(5));
+        if s.requested == 0 && s.bucket.is_some() {
+            wait = wait.min(s.token_wait().max(StdDuration::from_micros(50)));
+        }
+        let mut fds = [
+            PollFd::new(&cm_fd, PollFlags::IN),
+            PollFd::new(&s.sock, PollFlags::IN),
+        ];
+        let ts = Timespec {
+            tv_sec: 0,
+            tv_nsec: i64::from(wait.subsec_nanos()),
+        };
+        match poll(&mut fds, Some(&ts)) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let est = cm.query(flow)?;
+    cm.close(flow)?;
+    let secs = start.elapsed().as_secs_f64();
+    let s = state.borrow();
+    Ok(Summary {
+        flow: flow.to_u64(),
+        macroflow,
+        pid,
+        dst,
+        secs,
+        sent_datagrams: s.sent_pkts,
+        sent_bytes: s.sent_bytes,
+        acked_datagrams: s.acked_pkts,
+        lost_datagrams: s.lost_pkts,
+        received_datagrams: 0,
+        expired_grants: s.expired,
+        send_mbit: mbit(s.sent_bytes as f64 / secs),
+        rate_mbit: est.rate.map(|r| mbit(r.bytes_per_sec() as f64)),
+        srtt_us: est.srtt.map(Duration::as_micros),
+        rttvar_us: est.rttvar.map(Duration::as_micros),
+        loss: est.loss,
+    })
+}
+
+fn print_summary(s: &Summary) {
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    println!(
+        "flow {} to {} (macroflow {}, pid {}): {:.1} s",
+        s.flow, s.dst, s.macroflow, s.pid, s.secs
+    );
+    println!(
+        "  sent {} datagrams ({} bytes, {:.2} Mbit/s); acked {}, lost {}, received {}, expired grants {}",
+        s.sent_datagrams,
+        s.sent_bytes,
+        s.send_mbit,
+        s.acked_datagrams,
+        s.lost_datagrams,
+        s.received_datagrams,
+        s.expired_grants
+    );
+    println!(
+        "  CM estimate at the end: rate {} Mbit/s, srtt {}, rttvar {}, loss {}",
+        opt(s.rate_mbit.map(|r| format!("{r:.2}"))),
+        opt(s.srtt_us.map(fmt_us)),
+        opt(s.rttvar_us.map(fmt_us)),
+        opt(s.loss.map(|l| format!("{:.2}%", l * 100.0))),
+    );
+}

@@ -1,0 +1,33 @@
+//! `cm stat`: every macroflow the caller may see and, under each, its flows
+//! (cm-implementation-linux §2: the daemon's view of the host's flows).
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::stat_view::{StatView, connect, render};
+
+/// Options of `cm stat`.
+#[derive(Debug, clap::Args)]
+pub struct StatArgs {
+    /// The daemon's control socket [default: $CM_SOCKET, else
+    /// $XDG_RUNTIME_DIR/cm.sock, else /run/cm.sock].
+    #[arg(long, short)]
+    pub socket: Option<PathBuf>,
+    /// Print JSON: `{"macroflows": [{..., "flows": [...]}], "unattached_flows": []}`;
+    /// no estimate is `null`, a macroflow shared by all users has `"uid": null`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run `cm stat`.
+pub fn run(args: &StatArgs) -> Result<()> {
+    let mut cm = connect(args.socket.as_deref())?;
+    let view = StatView::new(&cm.stat()?);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&view)?);
+    } else {
+        print!("{}", render(&view, false));
+    }
+    Ok(())
+}

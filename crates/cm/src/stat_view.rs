@@ -1,0 +1,509 @@
+//! What `cm stat`, `cm top` and `cm query` show: the daemon's macroflow and
+//! flow records (libcm's [`libcm::Stat`]) as serialisable views and as
+//! aligned text tables.
+//!
+//! Estimates arrive signed, negative meaning "no estimate yet" (the RFC 3124
+//! `cm_query` defect fixed in cm-ipc); here they become `None`, printed as
+//! `-` in tables and `null` in JSON.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use libcm::{Cm, CmError, FlowStat, MacroflowStat, Stat};
+use serde::Serialize;
+
+/// The uid of a macroflow shared by all users (cm-ipc `ALL_USERS`).
+const ALL_USERS: u32 = u32::MAX;
+
+/// The daemon's socket: `--socket`, else libcm's default path.
+pub fn socket_path(socket: Option<&Path>) -> PathBuf {
+    socket.map_or_else(libcm::default_socket_path, Path::to_path_buf)
+}
+
+/// Connect to the daemon, or explain how to start one.
+pub fn connect(socket: Option<&Path>) -> Result<Cm> {
+    let path = socket_path(socket);
+    match Cm::connect(&path) {
+        Ok(cm) => Ok(cm),
+        Err(CmError::NoDaemon { path, source }) => Err(anyhow::anyhow!(
+            "no CM daemon is listening at {p} ({source}).\n\
+             Start one with `cmd --socket {p}` (or plain `cmd` for the default path), \
+             or install the systemd unit contrib/systemd/cmd.service \
+             (`systemctl enable --now cmd`, socket /run/cm.sock); \
+             point `--socket` or $CM_SOCKET at a running daemon.",
+            p = path.display()
+        )),
+        Err(e) => Err(e).with_context(|| format!("talking to the CM daemon at {}", path.display())),
+    }
+}
+
+/// A signed wire estimate as an option (negative: none).
+fn est(v: i64) -> Option<u64> {
+    u64::try_from(v).ok()
+}
+
+/// A loss fraction, if it is one.
+fn loss(v: f64) -> Option<f64> {
+    (0.0..=1.0).contains(&v).then_some(v)
+}
+
+/// Bytes per second to Mbit/s.
+pub fn mbit(bytes_per_sec: f64) -> f64 {
+    bytes_per_sec * 8.0 / 1e6
+}
+
+/// One macroflow.
+#[derive(Clone, Debug, Serialize)]
+pub struct MacroflowView {
+    /// Its id.
+    pub id: u64,
+    /// Destination host (`None` for a macroflow made by `setmacroflow`).
+    pub dst: Option<IpAddr>,
+    /// Owner uid of its sharing partition; `None`: shared by all users.
+    pub uid: Option<u32>,
+    /// Congestion window.
+    pub window_bytes: u64,
+    /// The macroflow's rate estimate.
+    pub rate_bytes_per_sec: Option<u64>,
+    /// The same in Mbit/s.
+    pub rate_mbit: Option<f64>,
+    /// Smoothed RTT.
+    pub srtt_us: Option<u64>,
+    /// RTT variation.
+    pub rttvar_us: Option<u64>,
+    /// Loss fraction in [0, 1].
+    pub loss: Option<f64>,
+    /// Bytes in flight.
+    pub in_flight_bytes: u64,
+    /// Number of flows (all of them, including ones the caller cannot see).
+    pub nflows: u32,
+    /// Measured sending rate of its flows together (`cm top` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_mbit: Option<f64>,
+    /// Its flows (`cm stat`; absent in `cm query`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flows: Option<Vec<FlowView>>,
+}
+
+/// One flow.
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowView {
+    /// Its id.
+    pub id: u64,
+    /// Its macroflow.
+    pub macroflow: u64,
+    /// Destination address and port.
+    pub dst: SocketAddr,
+    /// Owner uid.
+    pub uid: u32,
+    /// Owner process id.
+    pub pid: u32,
+    /// Weighted share of the macroflow, in [0, 1].
+    pub share: f64,
+    /// Bytes in flight.
+    pub in_flight_bytes: u64,
+    /// Bytes sent so far.
+    pub sent_bytes: u64,
+    /// Bytes reported lost so far.
+    pub lost_bytes: u64,
+    /// The flow's share of the macroflow's rate.
+    pub rate_bytes_per_sec: Option<u64>,
+    /// The same in Mbit/s.
+    pub rate_mbit: Option<f64>,
+    /// Measured sending rate from `sent` deltas (`cm top` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_mbit: Option<f64>,
+}
+
+/// Everything `cm stat` shows.
+#[derive(Clone, Debug, Serialize)]
+pub struct StatView {
+    /// Macroflows by id, each with its flows.
+    pub macroflows: Vec<MacroflowView>,
+    /// Flows whose macroflow was not in the snapshot (normally none).
+    pub unattached_flows: Vec<FlowView>,
+}
+
+impl MacroflowView {
+    /// The view of one record, without flows.
+    pub fn new(m: &MacroflowStat) -> Self {
+        let rate = est(m.estimate.rate);
+        MacroflowView {
+            id: m.id,
+            dst: m.dst,
+            uid: (m.uid != ALL_USERS).then_some(m.uid),
+            window_bytes: m.window,
+            rate_bytes_per_sec: rate,
+            rate_mbit: rate.map(|r| mbit(r as f64)),
+            srtt_us: est(m.estimate.srtt_us),
+            rttvar_us: est(m.estimate.rttvar_us),
+            loss: loss(m.estimate.loss),
+            in_flight_bytes: m.in_flight,
+            nflows: m.flows,
+            send_mbit: None,
+            flows: None,
+        }
+    }
+}
+
+impl FlowView {
+    /// The view of one record.
+    pub fn new(f: &FlowStat) -> Self {
+        let rate = est(f.estimate.rate);
+        FlowView {
+            id: f.id,
+            macroflow: f.macroflow,
+            dst: f.dst,
+            uid: f.uid,
+            pid: f.pid,
+            share: f.share,
+            in_flight_bytes: f.in_flight,
+            sent_bytes: f.sent,
+            lost_bytes: f.lost,
+            rate_bytes_per_sec: rate,
+            rate_mbit: rate.map(|r| mbit(r as f64)),
+            send_mbit: None,
+        }
+    }
+}
+
+impl StatView {
+    /// Group a snapshot's flows under their macroflows, both by id.
+    pub fn new(s: &Stat) -> Self {
+        let mut macroflows: Vec<MacroflowView> = s
+            .macroflows
+            .iter()
+            .map(|m| {
+                let mut v = MacroflowView::new(m);
+                v.flows = Some(Vec::new());
+                v
+            })
+            .collect();
+        macroflows.sort_by_key(|m| m.id);
+        let mut unattached_flows = Vec::new();
+        let mut flows: Vec<&FlowStat> = s.flows.iter().collect();
+        flows.sort_by_key(|f| f.id);
+        for f in flows {
+            let slot = macroflows
+                .iter_mut()
+                .find(|m| m.id == f.macroflow)
+                .and_then(|m| m.flows.as_mut());
+            match slot {
+                Some(list) => list.push(FlowView::new(f)),
+                None => unattached_flows.push(FlowView::new(f)),
+            }
+        }
+        StatView {
+            macroflows,
+            unattached_flows,
+        }
+    }
+
+    /// Fill in measured sending rates (Mbit/s by flow id), and each
+    /// macroflow's sum of them.
+    pub fn set_send_rates(&mut self, rates: &HashMap<u64, f64>) {
+        for m in &mut self.macroflows {
+            let mut sum = None;
+            for f in m.flows.iter_mut().flatten() {
+                f.send_mbit = rates.get(&f.id).copied();
+                if let Some(r) = f.send_mbit {
+                    *sum.get_or_insert(0.0) += r;
+                }
+            }
+            m.send_mbit = sum;
+        }
+        for f in &mut self.unattached_flows {
+            f.send_mbit = rates.get(&f.id).copied();
+        }
+    }
+}
+
+// ---- text ---------------------------------------------------------------
+
+/// Rows of cells printed with aligned columns (the first left-aligned, the
+/// rest right-aligned), each line prefixed by `indent`.
+fn table(out: &mut String, indent: &str, rows: &[Vec<String>]) {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut width = vec![0; cols];
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    for r in rows {
+        let mut line = String::from(indent);
+        for (i, c) in r.iter().enumerate() {
+            let pad = width[i] - c.chars().count();
+            if i > 0 {
+                line.push_str("  ");
+            }
+            if i == 0 || i == 1 {
+                line.push_str(c);
+                line.push_str(&" ".repeat(pad));
+            } else {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(c);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+}
+
+fn dash<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
+    v.map_or_else(|| "-".to_string(), f)
+}
+
+/// Microseconds, in the unit that reads best.
+pub fn fmt_us(us: u64) -> String {
+    if us < 1_000 {
+        format!("{us}us")
+    } else if us < 1_000_000 {
+        format!("{:.2}ms", us as f64 / 1e3)
+    } else {
+        format!("{:.2}s", us as f64 / 1e6)
+    }
+}
+
+/// Bytes with a decimal unit.
+pub fn fmt_bytes(b: u64) -> String {
+    let f = b as f64;
+    if b < 10_000 {
+        format!("{b}B")
+    } else if f < 1e6 {
+        format!("{:.1}kB", f / 1e3)
+    } else if f < 1e9 {
+        format!("{:.1}MB", f / 1e6)
+    } else {
+        format!("{:.2}GB", f / 1e9)
+    }
+}
+
+fn fmt_mbit(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+fn macroflow_header(measured: bool) -> Vec<String> {
+    let mut h = [
+        "MACROFLOW",
+        "DESTINATION",
+        "UID",
+        "WINDOW",
+        "RATE(Mbit/s)",
+        "SRTT",
+        "RTTVAR",
+        "LOSS%",
+        "IN-FLIGHT",
+        "FLOWS",
+    ]
+    .map(String::from)
+    .to_vec();
+    if measured {
+        h.push("SENDING(Mbit/s)".into());
+    }
+    h
+}
+
+fn macroflow_row(m: &MacroflowView, measured: bool) -> Vec<String> {
+    let mut r = vec![
+        m.id.to_string(),
+        dash(m.dst, |d| d.to_string()),
+        m.uid.map_or_else(|| "all".to_string(), |u| u.to_string()),
+        fmt_bytes(m.window_bytes),
+        dash(m.rate_mbit, fmt_mbit),
+        dash(m.srtt_us, fmt_us),
+        dash(m.rttvar_us, fmt_us),
+        dash(m.loss, |l| format!("{:.2}", l * 100.0)),
+        fmt_bytes(m.in_flight_bytes),
+        m.nflows.to_string(),
+    ];
+    if measured {
+        r.push(dash(m.send_mbit, fmt_mbit));
+    }
+    r
+}
+
+fn flow_header(measured: bool) -> Vec<String> {
+    let mut h = [
+        "FLOW",
+        "DESTINATION",
+        "UID",
+        "PID",
+        "SHARE%",
+        "IN-FLIGHT",
+        "SENT",
+        "LOST",
+        "RATE(Mbit/s)",
+    ]
+    .map(String::from)
+    .to_vec();
+    if measured {
+        h.push("SENDING(Mbit/s)".into());
+    }
+    h
+}
+
+fn flow_row(f: &FlowView, measured: bool) -> Vec<String> {
+    let mut r = vec![
+        f.id.to_string(),
+        f.dst.to_string(),
+        f.uid.to_string(),
+        f.pid.to_string(),
+        format!("{:.1}", f.share * 100.0),
+        fmt_bytes(f.in_flight_bytes),
+        fmt_bytes(f.sent_bytes),
+        fmt_bytes(f.lost_bytes),
+        dash(f.rate_mbit, fmt_mbit),
+    ];
+    if measured {
+        r.push(dash(f.send_mbit, fmt_mbit));
+    }
+    r
+}
+
+/// Macroflows alone, as one table (`cm query`).
+pub fn render_macroflows(mfs: &[MacroflowView]) -> String {
+    let mut rows = vec![macroflow_header(false)];
+    rows.extend(mfs.iter().map(|m| macroflow_row(m, false)));
+    let mut out = String::new();
+    table(&mut out, "", &rows);
+    out
+}
+
+/// Every macroflow followed by its flows, indented; `measured` adds the
+/// sending-rate column of `cm top`.
+pub fn render(v: &StatView, measured: bool) -> String {
+    let mut out = String::new();
+    if v.macroflows.is_empty() && v.unattached_flows.is_empty() {
+        out.push_str("no macroflows\n");
+        return out;
+    }
+    for (i, m) in v.macroflows.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        table(
+            &mut out,
+            "",
+            &[macroflow_header(measured), macroflow_row(m, measured)],
+        );
+        let flows = m.flows.as_deref().unwrap_or(&[]);
+        if !flows.is_empty() {
+            let mut rows = vec![flow_header(measured)];
+            rows.extend(flows.iter().map(|f| flow_row(f, measured)));
+            table(&mut out, "    ", &rows);
+        }
+    }
+    if !v.unattached_flows.is_empty() {
+        out.push_str("\nflows without a visible macroflow:\n");
+        let mut rows = vec![flow_header(measured)];
+        rows.extend(v.unattached_flows.iter().map(|f| flow_row(f, measured)));
+        table(&mut out, "    ", &rows);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cm_ipc::Estimate;
+
+    fn snapshot() -> Stat {
+        let none = Estimate {
+            rate: -1,
+            srtt_us: -1,
+            rttvar_us: -1,
+            loss: -1.0,
+        };
+        let known = Estimate {
+            rate: 1_250_000,
+            srtt_us: 850,
+            rttvar_us: 120,
+            loss: 0.01,
+        };
+        let flow = |id, port, estimate| FlowStat {
+            id,
+            macroflow: 1,
+            uid: 1000,
+            pid: 4000 + u32::try_from(id).unwrap(),
+            dst: SocketAddr::from(([127, 0, 0, 1], port)),
+            share: 0.5,
+            in_flight: 2920,
+            sent: 1_000_000,
+            lost: 0,
+            estimate,
+        };
+        Stat {
+            macroflows: vec![
+                MacroflowStat {
+                    id: 2,
+                    dst: None,
+                    uid: u32::MAX,
+                    window: 14600,
+                    estimate: none,
+                    in_flight: 0,
+                    flows: 0,
+                },
+                MacroflowStat {
+                    id: 1,
+                    dst: Some(IpAddr::from([127, 0, 0, 1])),
+                    uid: 1000,
+                    window: 29200,
+                    estimate: known,
+                    in_flight: 5840,
+                    flows: 2,
+                },
+            ],
+            flows: vec![flow(5, 9002, none), flow(4, 9001, known)],
+        }
+    }
+
+    #[test]
+    fn flows_are_grouped_and_sorted_and_no_estimate_is_null() {
+        let v = StatView::new(&snapshot());
+        assert_eq!(v.macroflows[0].id, 1);
+        let flows = v.macroflows[0].flows.as_ref().unwrap();
+        assert_eq!(flows.iter().map(|f| f.id).collect::<Vec<_>>(), [4, 5]);
+        assert_eq!(v.macroflows[0].rate_mbit, Some(10.0));
+        assert_eq!(v.macroflows[1].uid, None, "shared by all users");
+        assert!(v.unattached_flows.is_empty());
+        let j = serde_json::to_value(&v).unwrap();
+        assert_eq!(j["macroflows"][1]["srtt_us"], serde_json::Value::Null);
+        assert_eq!(
+            j["macroflows"][0]["flows"][1]["rate_mbit"],
+            serde_json::Value::Null
+        );
+        assert_eq!(j["macroflows"][0]["dst"], "127.0.0.1");
+        assert!(j["macroflows"][0].get("send_mbit").is_none());
+    }
+
+    #[test]
+    fn the_table_is_aligned_and_prints_dashes() {
+        let text = render(&StatView::new(&snapshot()), false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("MACROFLOW  DESTINATION"), "{text}");
+        assert!(lines[1].starts_with("1          127.0.0.1"), "{text}");
+        assert!(
+            lines[1].contains("10.00") && lines[1].contains("850us"),
+            "{text}"
+        );
+        // The flow table: header and rows end at the same column.
+        let flow_lines: Vec<&str> = lines[2..5].to_vec();
+        let ends: Vec<usize> = flow_lines.iter().map(|l| l.len()).collect();
+        assert!(ends.iter().all(|&e| e == ends[0]), "{text}");
+        assert!(flow_lines[2].trim_end().ends_with('-'), "{text}");
+        let shared = lines.iter().find(|l| l.starts_with("2 ")).unwrap();
+        assert!(shared.contains("all"), "{text}");
+    }
+
+    #[test]
+    fn measured_rates_add_up_per_macroflow() {
+        let mut v = StatView::new(&snapshot());
+        v.set_send_rates(&HashMap::from([(4, 1.5), (5, 2.0)]));
+        assert_eq!(v.macroflows[0].send_mbit, Some(3.5));
+        assert_eq!(v.macroflows[1].send_mbit, None);
+        assert!(render(&v, true).contains("SENDING(Mbit/s)"));
+    }
+}

@@ -1,0 +1,338 @@
+//! `cm stat`, `cm top`, `cm query` and `cm flow` against a real daemon (the
+//! `cmd` event loop on a thread of this test, on a socket in a fresh
+//! directory): two separate `cm flow` processes share one macroflow, and
+//! `cm stat` shows both, live (issue 4, item 6).
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeSet;
+use std::net::UdpSocket;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+static N: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh temporary directory, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        let dir = std::env::temp_dir().join(format!(
+            "cm-cli-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The daemon on a thread; stopped (and its directory removed) on drop.
+struct TestDaemon {
+    socket: String,
+    stop: cmd::StopHandle,
+    thread: Option<JoinHandle<()>>,
+    _dir: TempDir,
+}
+
+impl TestDaemon {
+    fn start() -> TestDaemon {
+        cmd::log::set_quiet(true);
+        let dir = TempDir::new();
+        let path = dir.0.join("cm.sock");
+        let mut d = cmd::Daemon::bind(cmd::DaemonConfig::default(), &path).unwrap();
+        let stop = d.stop_handle();
+        let thread = std::thread::spawn(move || d.run().unwrap());
+        TestDaemon {
+            socket: path.to_str().unwrap().to_string(),
+            stop,
+            thread: Some(thread),
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        self.stop.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Child processes, killed and reaped on drop.
+struct Children(Vec<Child>);
+
+impl Children {
+    fn kill_all(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+fn cm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cm"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn cm_json(args: &[&str]) -> Value {
+    let out = cm(args);
+    assert!(
+        out.status.success(),
+        "cm {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A UDP port free on 127.0.0.1 a moment ago.
+fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The flows of the macroflow(s) to 127.0.0.1 in a `cm stat --json`.
+fn loopback_flows(stat: &Value) -> Vec<Value> {
+    stat["macroflows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["dst"] == "127.0.0.1")
+        .flat_map(|m| m["flows"].as_array().unwrap().clone())
+        .collect()
+}
+
+/// Poll `cm stat --json` until `ok` holds; the last snapshot either way.
+fn stat_until(socket: &str, secs: u64, ok: impl Fn(&Value) -> bool) -> Value {
+    let until = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let v = cm_json(&["stat", "--socket", socket, "--json"]);
+        if ok(&v) || Instant::now() > until {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn stat_shows_two_client_processes_sharing_one_macroflow_live() {
+    let d = TestDaemon::start();
+    let ports = [free_port(), free_port()];
+    let mut children = Children(Vec::new());
+    for port in ports {
+        let child = Command::new(env!("CARGO_BIN_EXE_cm"))
+            .args(["flow", &format!("127.0.0.1:{port}"), "--socket", &d.socket])
+            .args(["--secs", "60", "--rate-limit", "20"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        children.0.push(child);
+    }
+    let pids: BTreeSet<u64> = children.0.iter().map(|c| u64::from(c.id())).collect();
+
+    let live = |v: &Value| {
+        let flows = loopback_flows(v);
+        flows.len() == 2
+            && flows
+                .iter()
+                .all(|f| f["sent_bytes"].as_u64() > Some(0) && f["rate_bytes_per_sec"].is_u64())
+    };
+    let stat = stat_until(&d.socket, 20, live);
+    assert!(live(&stat), "two live flows to 127.0.0.1: {stat:#}");
+    let mfs: Vec<&Value> = stat["macroflows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["dst"] == "127.0.0.1")
+        .collect();
+    assert_eq!(mfs.len(), 1, "one shared macroflow: {stat:#}");
+    let m = mfs[0];
+    assert_eq!(m["nflows"], 2, "{stat:#}");
+    assert!(m["window_bytes"].as_u64() > Some(0), "{stat:#}");
+    assert!(m["srtt_us"].is_u64(), "{stat:#}");
+    let flows = m["flows"].as_array().unwrap();
+    let seen: BTreeSet<u64> = flows.iter().map(|f| f["pid"].as_u64().unwrap()).collect();
+    assert_eq!(seen, pids, "each flow owned by its own process: {stat:#}");
+    let dports: BTreeSet<String> = flows
+        .iter()
+        .map(|f| f["dst"].as_str().unwrap().to_string())
+        .collect();
+    let want: BTreeSet<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    assert_eq!(dports, want, "{stat:#}");
+    for f in flows {
+        assert_eq!(f["macroflow"], m["id"]);
+        assert_eq!(f["uid"], m["uid"]);
+        let share = f["share"].as_f64().unwrap();
+        assert!(
+            (share - 0.5).abs() < 1e-9,
+            "equal weights share equally: {f}"
+        );
+    }
+
+    // The same as a table.
+    let out = cm(&["stat", "--socket", &d.socket]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("MACROFLOW"), "{text}");
+    for (pid, dst) in pids.iter().zip(&want) {
+        assert!(
+            text.contains(&pid.to_string()) && text.contains(dst),
+            "{text}"
+        );
+    }
+
+    // `cm query`: the caller's macroflow state towards the host.
+    let q = cm_json(&["query", "127.0.0.1", "--socket", &d.socket, "--json"]);
+    let qm = q["macroflows"].as_array().unwrap();
+    assert_eq!(qm.len(), 1, "{q:#}");
+    assert_eq!(qm[0]["id"], m["id"], "{q:#}");
+    assert_eq!(qm[0]["nflows"], 2, "{q:#}");
+    assert!(qm[0]["rate_mbit"].as_f64() > Some(0.0), "{q:#}");
+    assert!(
+        qm[0]["srtt_us"].is_u64() && qm[0]["rttvar_us"].is_u64(),
+        "{q:#}"
+    );
+    assert!(
+        qm[0]["loss"]
+            .as_f64()
+            .is_some_and(|l| (0.0..=1.0).contains(&l)),
+        "{q:#}"
+    );
+    assert!(qm[0].get("flows").is_none(), "{q:#}");
+
+    // `cm top`: two plain refreshes (stdout is not a terminal), the second
+    // with measured sending rates from the `sent` deltas.
+    let out = cm(&[
+        "top",
+        "--socket",
+        &d.socket,
+        "--interval",
+        "0.5",
+        "--count",
+        "2",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains('\x1b'), "no escapes off a terminal: {text}");
+    let second = text.split("refresh 2").nth(1).unwrap();
+    let rates: Vec<f64> = second
+        .lines()
+        .filter(|l| l.contains("127.0.0.1:"))
+        .map(|l| l.split_whitespace().last().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(rates.len(), 2, "{text}");
+    for r in rates {
+        // Each sender is limited to 20 Mbit/s by its own token bucket.
+        assert!(r > 0.0 && r < 25.0, "measured rate {r}: {text}");
+    }
+
+    // The clients go away; the daemon reclaims their flows.
+    children.kill_all();
+    let gone = stat_until(&d.socket, 10, |v| loopback_flows(v).is_empty());
+    assert!(loopback_flows(&gone).is_empty(), "{gone:#}");
+    let all_pids: Vec<u64> = gone["macroflows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["flows"].as_array().unwrap().clone())
+        .chain(gone["unattached_flows"].as_array().unwrap().clone())
+        .map(|f| f["pid"].as_u64().unwrap())
+        .collect();
+    assert!(all_pids.iter().all(|p| !pids.contains(p)), "{gone:#}");
+}
+
+#[test]
+fn a_flow_reports_what_it_sent() {
+    let d = TestDaemon::start();
+    let dst = format!("127.0.0.1:{}", free_port());
+    let v = cm_json(&["flow", &dst, "--socket", &d.socket, "--secs", "1", "--json"]);
+    assert_eq!(v["dst"], dst.as_str());
+    let sent = v["sent_datagrams"].as_u64().unwrap();
+    assert!(sent > 10, "{v:#}");
+    // Everything sent was received; all but the last few in flight acked.
+    assert_eq!(v["received_datagrams"].as_u64(), Some(sent), "{v:#}");
+    assert!(v["acked_datagrams"].as_u64().unwrap() + 40 >= sent, "{v:#}");
+    assert!(v["srtt_us"].is_u64(), "{v:#}");
+    // The flow was closed at the end.
+    let stat = cm_json(&["stat", "--socket", &d.socket, "--json"]);
+    assert!(loopback_flows(&stat).is_empty(), "{stat:#}");
+}
+
+#[test]
+fn query_of_a_host_without_a_macroflow_says_so() {
+    let d = TestDaemon::start();
+    let out = cm(&["query", "127.0.0.9", "--socket", &d.socket]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "no macroflow to 127.0.0.9"
+    );
+    let out = cm(&["query", "127.0.0.9", "--socket", &d.socket, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["macroflows"], serde_json::json!([]));
+}
+
+#[test]
+fn without_a_daemon_every_command_says_how_to_start_one() {
+    let dir = TempDir::new();
+    let sock = dir.0.join("cm.sock");
+    let sock = sock.to_str().unwrap();
+    for args in [
+        vec!["stat", "--socket", sock],
+        vec!["stat", "--socket", sock, "--json"],
+        vec!["top", "--socket", sock, "--count", "1"],
+        vec!["query", "127.0.0.1", "--socket", sock],
+        vec!["flow", "127.0.0.1:0", "--socket", sock, "--secs", "1"],
+    ] {
+        let out = cm(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("no CM daemon is listening at {sock}"))
+                && err.contains("cmd --socket")
+                && err.contains("contrib/systemd/cmd.service"),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn flow_refuses_destinations_off_the_machine() {
+    for dst in ["192.0.2.1:9000", "[2001:db8::1]:9000", "0.0.0.0:9000"] {
+        let out = cm(&["flow", dst, "--socket", "/nonexistent/cm.sock"]);
+        assert_eq!(out.status.code(), Some(2), "{dst}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("refusing to send") && err.contains("loopback"),
+            "{dst}: {err}"
+        );
+    }
+}
