@@ -12,7 +12,7 @@
 //! Boundary rules: every entry point runs inside `catch_unwind` (a panic
 //! returns `-ENOTRECOVERABLE` instead of unwinding into C); every pointer
 //! is checked for NULL (`-EFAULT`); no lock is held while a C callback runs,
-//! so callbacks may call any `cm_*` function (see [`ctx`]).
+//! so callbacks may call any `cm_*` function (see the `ctx` module).
 #![warn(missing_docs)]
 // Unsafe code is this crate's purpose: a C ABI reads C pointers, calls C
 // function pointers and hands out raw handles. The workspace denies unsafe

@@ -17,20 +17,27 @@ pub fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The directory holding libcm.so / libcm.a (the test binary's profile dir).
+/// The profile directory (target/debug or target/release).
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// The directory holding libcm.so / libcm.a: `cargo test` builds them into
+/// target/<profile>/deps beside the test binaries (`cargo build` also
+/// copies them up to target/<profile>).
 pub fn lib_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test exe");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>")
-        .to_path_buf();
-    assert!(
-        dir.join("libcm.so").exists(),
-        "{} has no libcm.so: build cm-ffi first",
-        dir.display()
-    );
-    dir
+    let deps = exe.parent().expect("target/<profile>/deps").to_path_buf();
+    for dir in [deps, profile_dir()] {
+        if dir.join("libcm.so").exists() && dir.join("libcm.a").exists() {
+            return dir;
+        }
+    }
+    panic!("no libcm.so near {}: build cm-ffi first", exe.display())
 }
 
 /// A fresh temporary directory, removed on drop.
@@ -204,7 +211,7 @@ impl Drop for Daemon {
 }
 
 /// The `cmd` binary as a separate process (`cmd --socket PATH`), killed on
-/// drop. `None` when the binary has not been built into this target dir.
+/// drop. `None` when the binary has not been built in this profile directory.
 pub struct DaemonProcess {
     pub path: PathBuf,
     child: Child,
@@ -213,7 +220,7 @@ pub struct DaemonProcess {
 
 impl DaemonProcess {
     pub fn start() -> Option<DaemonProcess> {
-        let bin = lib_dir().join("cmd");
+        let bin = profile_dir().join("cmd");
         if !bin.exists() {
             return None;
         }
