@@ -9,7 +9,8 @@ use std::sync::Arc;
 use cm_core::FlowId;
 use libcm::Cm;
 
-use crate::ctx::{self, CtxSend, CtxUpdate, SendCb, UpdateCb, flow_id};
+use crate::convert::{self, flow_id};
+use crate::ctx::{CtxSend, CtxUpdate, SendCb, UpdateCb};
 use crate::guard::{self, Code, EFAULT, EINVAL};
 use crate::{
     addr, cm_ctx, cm_estimate, cm_feedback, cm_flowid, cm_mflowid, ctx_arc, ctx_ref, mode_out,
@@ -126,13 +127,13 @@ ctx_int!(
 ctx_int!(
     /// `cm_notify` on a context.
     fn cm_ctx_notify(flow: cm_flowid, nsent: i64) |c| {
-        c.ctx.notify(flow_id(flow)?, ctx::bytes_in(nsent)?).map(|()| 0)
+        c.ctx.notify(flow_id(flow)?, convert::bytes_in(nsent)?).map(|()| 0)
     }
 );
 ctx_int!(
     /// `cm_update` on a context.
     fn cm_ctx_update(flow: cm_flowid, nsent: i64, nrecd: i64, lossmode: c_int, rtt: c_double) |c| {
-        let fb = ctx::feedback(nsent, nrecd, lossmode, rtt)?;
+        let fb = convert::feedback(nsent, nrecd, lossmode, rtt)?;
         c.ctx.update(flow_id(flow)?, fb).map(|()| 0)
     }
 );
@@ -144,13 +145,13 @@ ctx_int!(
     /// `cm_thresh(down, up)` on a context (context-wide).
     fn cm_ctx_thresh(down: c_double, up: c_double) |c| {
         let d = cm_core::Thresholds::default();
-        c.ctx.thresh_all(ctx::thresholds(down, up, d.rtt_down, d.rtt_up)?).map(|()| 0)
+        c.ctx.thresh_all(convert::thresholds(down, up, d.rtt_down, d.rtt_up)?).map(|()| 0)
     }
 );
 ctx_int!(
     /// `cm_thresh_flow` on a context.
     fn cm_ctx_thresh_flow(flow: cm_flowid, rate_down: c_double, rate_up: c_double, rtt_down: c_double, rtt_up: c_double) |c| {
-        let t = ctx::thresholds(rate_down, rate_up, rtt_down, rtt_up)?;
+        let t = convert::thresholds(rate_down, rate_up, rtt_down, rtt_up)?;
         c.ctx.thresh_flow(flow_id(flow)?, t).map(|()| 0)
     }
 );
@@ -354,7 +355,7 @@ pub(crate) unsafe fn bulk_notify(
     let sent = f
         .iter()
         .zip(s)
-        .map(|(&f, &s)| Ok((flow_id(f)?, ctx::bytes_in(s)?)))
+        .map(|(&f, &s)| Ok((flow_id(f)?, convert::bytes_in(s)?)))
         .collect::<Result<Vec<_>, Code>>()?;
     c.ctx.bulk_notify(&sent).map(|()| 0)
 }
@@ -375,7 +376,7 @@ pub(crate) unsafe fn bulk_update(
         .map(|r| {
             Ok((
                 flow_id(r.flow)?,
-                ctx::feedback(r.nsent, r.nrecd, r.lossmode, r.rtt)?,
+                convert::feedback(r.nsent, r.nrecd, r.lossmode, r.rtt)?,
             ))
         })
         .collect::<Result<Vec<_>, Code>>()?;

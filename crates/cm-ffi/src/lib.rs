@@ -23,10 +23,12 @@
 #![allow(non_camel_case_types)]
 
 mod addr;
+mod convert;
 mod ctx;
 mod explicit;
 mod guard;
 mod paper;
+mod poll;
 
 use std::ffi::c_int;
 use std::net::UdpSocket;

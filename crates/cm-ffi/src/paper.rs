@@ -9,7 +9,8 @@ use std::os::unix::ffi::OsStrExt;
 
 use libcm::Cm;
 
-use crate::ctx::{self, PaperSend, PaperUpdate, SendCb, UpdateCb, flow_id};
+use crate::convert::{self, flow_id};
+use crate::ctx::{PaperSend, PaperUpdate, SendCb, UpdateCb};
 use crate::guard::{self, Code, EALREADY, EINVAL};
 use crate::{cm_ctx, cm_estimate, cm_feedback, cm_flowid, cm_mflowid, mode_out, put, slice};
 
@@ -147,7 +148,7 @@ pub extern "C" fn cm_register_update(cmapp_update: Option<PaperUpdate>) -> c_int
 pub extern "C" fn cm_thresh(down: c_double, up: c_double) -> c_int {
     guard::int(|| {
         let d = cm_core::Thresholds::default();
-        let t = ctx::thresholds(down, up, d.rtt_down, d.rtt_up)?;
+        let t = convert::thresholds(down, up, d.rtt_down, d.rtt_up)?;
         global()?.ctx.thresh_all(t).map(|()| 0)
     })
 }
@@ -162,7 +163,7 @@ pub extern "C" fn cm_thresh_flow(
     rtt_up: c_double,
 ) -> c_int {
     guard::int(|| {
-        let t = ctx::thresholds(rate_down, rate_up, rtt_down, rtt_up)?;
+        let t = convert::thresholds(rate_down, rate_up, rtt_down, rtt_up)?;
         global()?.ctx.thresh_flow(flow_id(flow)?, t).map(|()| 0)
     })
 }
@@ -171,7 +172,7 @@ pub extern "C" fn cm_thresh_flow(
 #[unsafe(no_mangle)]
 pub extern "C" fn cm_notify(flow: cm_flowid, nsent: i64) -> c_int {
     guard::int(|| {
-        let n = ctx::bytes_in(nsent)?;
+        let n = convert::bytes_in(nsent)?;
         global()?.ctx.notify(flow_id(flow)?, n).map(|()| 0)
     })
 }
@@ -186,7 +187,7 @@ pub extern "C" fn cm_update(
     rtt: c_double,
 ) -> c_int {
     guard::int(|| {
-        let fb = ctx::feedback(nsent, nrecd, lossmode, rtt)?;
+        let fb = convert::feedback(nsent, nrecd, lossmode, rtt)?;
         global()?.ctx.update(flow_id(flow)?, fb).map(|()| 0)
     })
 }

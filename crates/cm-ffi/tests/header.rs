@@ -11,9 +11,22 @@ use std::process::Command;
 
 /// Rust source with comments removed and whitespace collapsed.
 fn rust_source() -> String {
+    let mut files = Vec::new();
+    let mut dirs = vec![common::crate_dir().join("src")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).expect("read src dir") {
+            let p = e.expect("dir entry").path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
     let mut all = String::new();
-    for f in ["lib.rs", "paper.rs", "explicit.rs", "ctx.rs"] {
-        let s = std::fs::read_to_string(common::crate_dir().join("src").join(f)).expect("read src");
+    for f in files {
+        let s = std::fs::read_to_string(f).expect("read src");
         for line in s.lines() {
             let code = line.split("//").next().unwrap_or("");
             all.push_str(code);
