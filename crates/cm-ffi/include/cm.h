@@ -36,7 +36,8 @@
  * -ENOENT for an unknown flow or macroflow, -EAFNOSUPPORT for an address
  * that is neither AF_INET nor AF_INET6, -EAGAIN when a cm_send queue is
  * full (or the daemon rate-limits us), -EMSGSIZE for a datagram larger than
- * the MTU, -ECONNREFUSED when no daemon listens, -EPIPE when the daemon went
+ * the MTU, -EOPNOTSUPP for SIGIO in embedded mode, -ECONNREFUSED when no
+ * daemon listens, -EPIPE when the daemon went
  * away, -EPERM when the daemon refuses, -ENOTRECOVERABLE for an internal
  * error (a Rust panic is caught and never crosses into C). cm_strerror()
  * describes any code.
@@ -100,8 +101,14 @@
  * 11. Event loop (the papers' libcm select()s a control socket internally):
  *     cm_fd() is a descriptor to add to the application's select/poll/epoll
  *     set (readable when cm_dispatch has work); cm_wait(ms) blocks until an
- *     event may be ready; cm_enable_sigio() asks for SIGIO on that
- *     descriptor. Call cm_dispatch() after any of them.
+ *     event may be ready; cm_enable_sigio() asks for SIGIO when the daemon
+ *     sends something (cm-implementation-linux 2.2.1). Call cm_dispatch()
+ *     after any of them. SIGIO is daemon mode only: in embedded mode
+ *     cm_enable_sigio() returns -EOPNOTSUPP (nothing outside the process
+ *     would raise it). A call that waits for the daemon's reply (cm_open,
+ *     cm_mtu, cm_query, cm_getmacroflow, cm_setmacroflow, cm_bulk_query)
+ *     may read grants off the socket: cm_fd() still shows them, SIGIO does
+ *     not, so a SIGIO-driven program calls cm_dispatch() after such calls.
  *
  * Build: cc prog.c $(pkg-config --cflags --libs cm)
  */
@@ -228,7 +235,7 @@ int cm_dispatch(void);
 int cm_wait(int timeout_ms);
 /** A descriptor readable when cm_dispatch has work (valid until cm_fini). */
 int cm_fd(void);
-/** Ask for SIGIO when cm_fd becomes readable; install a handler first. */
+/** SIGIO when the daemon has something for us (daemon mode; else -EOPNOTSUPP). */
 int cm_enable_sigio(void);
 
 /** A static description of an error code (negative or positive). */

@@ -34,6 +34,8 @@ pub(crate) const ENOTSOCK: Code = Code(-libc::ENOTSOCK);
 pub(crate) const EBADF: Code = Code(-libc::EBADF);
 /// A value that does not fit the C type.
 pub(crate) const EOVERFLOW: Code = Code(-libc::EOVERFLOW);
+/// Not available in this mode (SIGIO in embedded mode).
+pub(crate) const EOPNOTSUPP: Code = Code(-libc::EOPNOTSUPP);
 /// A Rust panic was caught at the boundary.
 pub(crate) const EPANIC: Code = Code(-libc::ENOTRECOVERABLE);
 
@@ -76,6 +78,7 @@ fn describe(code: i32) -> &'static str {
         c if c == EMSGSIZE.0 => "datagram larger than the flow's MTU",
         c if c == ENOTSOCK.0 => "descriptor is not a UDP socket",
         c if c == EBADF.0 => "bad file descriptor",
+        c if c == EOPNOTSUPP.0 => "not supported in this mode (SIGIO needs the daemon)",
         c if c == EPANIC.0 => "internal error in libcm (caught at the C boundary)",
         c if c == -libc::ENOENT => "no such flow or macroflow",
         c if c == -libc::EPERM => "permission denied by the CM daemon",

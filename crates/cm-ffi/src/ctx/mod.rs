@@ -18,7 +18,7 @@ use cm_core::{Feedback, FlowId, MacroflowId, Thresholds};
 use libcm::{Cm, CmError, CmEvent, Mode};
 
 use crate::convert::{estimate_out, flow_out, macroflow_out};
-use crate::guard::{Code, EMSGSIZE};
+use crate::guard::{Code, EMSGSIZE, EOPNOTSUPP};
 use crate::poll::{PollSet, poll_fd};
 use crate::{cm_ctx, cm_estimate, cm_flowid};
 
@@ -326,8 +326,14 @@ impl Ctx {
         Ok(v)
     }
 
+    /// SIGIO on libcm's descriptor: daemon mode only (the embedded CM's
+    /// timerfd raises no SIGIO, so succeeding there would leave the
+    /// application waiting for a signal that never comes).
     pub(crate) fn enable_sigio(&self) -> Result<(), Code> {
         let mut st = self.lock();
+        if st.cm.0.mode() == Mode::Embedded {
+            return Err(EOPNOTSUPP);
+        }
         st.fd_wanted = true;
         Ok(st.cm.0.enable_sigio()?)
     }

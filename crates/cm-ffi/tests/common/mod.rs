@@ -143,7 +143,11 @@ pub fn run(prog: &Path, args: &[&str], env: &[(&str, &str)], limit: Duration) ->
     c.args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .env_remove("CM_EXAMPLE_MODE");
+        .env_remove("CM_EXAMPLE_MODE")
+        // cargo test points LD_LIBRARY_PATH at target/<profile>, which
+        // outranks the programs' RUNPATH and may hold an older libcm.so
+        // from a `cargo build`: load the library the program was linked with.
+        .env_remove("LD_LIBRARY_PATH");
     for (k, v) in env {
         c.env(k, v);
     }
