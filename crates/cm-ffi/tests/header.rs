@@ -359,3 +359,41 @@ fn header_structs_and_constants_match() {
     assert!(rust.len() >= 7, "{rust:?}");
     assert_eq!(rust, c, "constants");
 }
+
+/// cm.h compiles on its own as strict C99 and as C++ (its `extern "C"`).
+#[test]
+fn header_compiles_as_c99_and_cxx() {
+    let dir = common::TempDir::new("hdr");
+    let src = dir.0.join("h.c");
+    std::fs::write(
+        &src,
+        "#include \"cm.h\"\nint main(void) { return cm_open(0, 0) < 0 ? 0 : 1; }\n",
+    )
+    .expect("write");
+    let inc = common::crate_dir().join("include");
+    let mut compilers = vec![("cc", vec!["-std=c99"])];
+    if Command::new("c++").arg("--version").output().is_ok() {
+        compilers.push(("c++", vec!["-x", "c++", "-std=c++11"]));
+    }
+    for (cc, lang) in compilers {
+        let o = Command::new(cc)
+            .args(&lang)
+            .args([
+                "-Wall",
+                "-Wextra",
+                "-Wpedantic",
+                "-Werror",
+                "-fsyntax-only",
+                "-I",
+            ])
+            .arg(&inc)
+            .arg(&src)
+            .output()
+            .expect("run compiler");
+        assert!(
+            o.status.success(),
+            "{cc}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}

@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,9 @@
 
 #include "cm.h"
 
-static int checks, failures, daemon_mode;
+/* Atomic: the threads section checks from several threads at once. */
+static _Atomic int checks, failures;
+static int daemon_mode;
 
 #define EXPECT(cond)                                                         \
     do {                                                                     \
@@ -588,6 +592,56 @@ static void strerror_checks(void) {
     EXPECT(cm_strerror(-2147483647 - 1) != NULL);
 }
 
+/* ---- threads: the implicit context used from several threads at once,
+ * while the main thread dispatches callbacks that call back in ---------- */
+
+static atomic_int thread_sends;
+
+static void thread_on_send(cm_flowid f) {
+    atomic_fetch_add(&thread_sends, 1);
+    /* the flow may have been closed by its thread meanwhile: no checks */
+    cm_notify(f, 100);
+    cm_update(f, 100, 100, CM_LOSS_NONE, 0.001);
+}
+
+static void *worker(void *arg) {
+    int id = (int)(intptr_t)arg;
+    struct sockaddr_in d = v4("127.0.0.1", 2000 + id);
+    for (int i = 0; i < 50; i++) {
+        cm_flowid f = cm_open(NULL, (struct sockaddr *)&d);
+        EXPECT_OK(f);
+        EXPECT_OK(cm_request(f));
+        double rate;
+        EXPECT_OK(cm_query(f, &rate, NULL, NULL, NULL));
+        EXPECT(cm_mtu(f) > 0);
+        EXPECT_OK(cm_getmacroflow(f));
+        EXPECT_OK(cm_close(f));
+    }
+    return NULL;
+}
+
+static void threads_section(void) {
+    EXPECT_OK(cm_register_send(thread_on_send));
+    struct sockaddr_in d = v4("127.0.0.1", 1999);
+    cm_flowid f = cm_open(NULL, (struct sockaddr *)&d);
+    EXPECT_OK(f);
+    for (int i = 0; i < 100; i++) EXPECT_OK(cm_request(f));
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        EXPECT_OK(cm_wait(5));
+        EXPECT_OK(cm_dispatch());
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+    } while (atomic_load(&thread_sends) < 100 && t1.tv_sec - t0.tv_sec < 20);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    EXPECT(atomic_load(&thread_sends) >= 100);
+    EXPECT_OK(cm_register_send(NULL));
+    EXPECT_OK(cm_close(f));
+    EXPECT_OK(cm_fini());
+}
+
 int main(int argc, char **argv) {
     daemon_mode = argc > 1 && strcmp(argv[1], "daemon") == 0;
     const char *sock = getenv("CM_SOCKET");
@@ -598,7 +652,8 @@ int main(int argc, char **argv) {
     strerror_checks();
     implicit_context(sock);
     explicit_contexts(sock);
-    printf("api_test %s: %d checks, %d failures\n", daemon_mode ? "daemon" : "embedded", checks,
-           failures);
+    threads_section();
+    printf("api_test %s: %d checks, %d failures\n", daemon_mode ? "daemon" : "embedded", (int)checks,
+           (int)failures);
     return failures == 0 ? 0 : 1;
 }

@@ -82,7 +82,8 @@ pub fn cc(sources: &[PathBuf], out: &Path, static_link: bool) {
             .arg(&lib)
             .arg("-lcm")
             .arg(format!("-Wl,-rpath,{}", lib.display()))
-            .arg("-lm");
+            .arg("-lm")
+            .arg("-pthread");
     }
     let o = cmd.output().expect("run cc (install build-essential)");
     assert!(
