@@ -397,3 +397,16 @@ fn header_compiles_as_c99_and_cxx() {
         );
     }
 }
+
+/// tests/c/api_test.c calls every function cm.h declares (so a new export
+/// cannot go untested from C).
+#[test]
+fn c_test_calls_every_function() {
+    let test = std::fs::read_to_string(common::crate_dir().join("tests/c/api_test.c"))
+        .expect("read api_test.c");
+    let missing: Vec<String> = header_functions(&header())
+        .into_keys()
+        .filter(|f| !test.contains(&format!("{f}(")))
+        .collect();
+    assert!(missing.is_empty(), "not called by api_test.c: {missing:?}");
+}
