@@ -34,6 +34,11 @@ pub struct Config {
     pub mtu: Bytes,
     /// Exponential aging half-life.
     pub aging: Aging,
+    /// Feedback is late, and exponential aging starts, once it is overdue by
+    /// more than max(this, 4 × rttvar) past the smoothed RTT: the clock
+    /// granularity G of RFC 6298 §2.2 (scheduling jitter of a
+    /// general-purpose OS).
+    pub aging_grace: Duration,
     /// A grant not notified within `max(srtt, grant_timeout)` expires
     /// (RFC 3124 §3: a client must not be able to wedge its macroflow).
     pub grant_timeout: Duration,
@@ -68,6 +73,7 @@ impl Default for Config {
             scheduler: SchedulerKind::default(),
             mtu: Bytes(1460),
             aging: Aging::default(),
+            aging_grace: Duration::from_millis(1),
             grant_timeout: Duration::from_millis(200),
             client_timeout: Some(Duration::from_secs(60)),
             macroflow_linger: Duration::from_secs(600),

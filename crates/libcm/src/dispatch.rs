@@ -137,6 +137,27 @@ impl Cm {
         }
     }
 
+    /// How long the application may sleep before it must call
+    /// [`Cm::dispatch`] again, for loops that wait on their own descriptors
+    /// (quinn-style `poll_timeout`): zero when events are ready, the time to
+    /// the CM's next timer in embedded mode, and `None` (wait on
+    /// [`Cm::pollable_fd`]) in daemon mode. Costs no system call.
+    pub fn next_timeout(&mut self) -> Option<std::time::Duration> {
+        if !self.events.is_empty() {
+            return Some(std::time::Duration::ZERO);
+        }
+        match &mut self.backend {
+            Backend::Embedded(e) => {
+                e.pump(&mut self.events);
+                if !self.events.is_empty() {
+                    return Some(std::time::Duration::ZERO);
+                }
+                e.core.poll_timeout().map(|t| e.clock.until(t))
+            }
+            Backend::Daemon(d) => d.has_inbox().then_some(std::time::Duration::ZERO),
+        }
+    }
+
     /// libcm's own event loop (cm-implementation-linux §3.1, item 2):
     /// dispatch to the callbacks and wait, until `done` says stop.
     pub fn run_until(&mut self, mut done: impl FnMut(&mut Cm) -> bool) -> Result<(), CmError> {

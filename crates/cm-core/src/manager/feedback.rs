@@ -148,9 +148,18 @@ impl CongestionManager {
             return Some(a.next);
         }
         // "triggered when the CM does not receive a response ... within a
-        // round-trip time" (sigcomm1999 §4.4).
-        let rtt = m.rtt.srtt().unwrap_or(self.cfg.initial_rto);
-        Some(m.feedback_clock + rtt)
+        // round-trip time" (sigcomm1999 §4.4). A response counts as late
+        // only past the round trip's expected upper bound, srtt +
+        // max(G, 4 rttvar) (RFC 6298 §2.2 without its 1 s floor, which is
+        // about retransmission safety, not lateness): with the bare srtt,
+        // microsecond loopback RTTs and scheduler jitter age an ack-clocked
+        // flow's window away although every packet is acknowledged.
+        let late = match (m.rtt.srtt(), m.rtt.rttvar()) {
+            (Some(srtt), Some(var)) => srtt + self.cfg.aging_grace.max(var.saturating_mul(4)),
+            (Some(srtt), None) => srtt + self.cfg.aging_grace,
+            _ => self.cfg.initial_rto,
+        };
+        Some(m.feedback_clock + late)
     }
 
     /// `cm_register_update`: turn rate-change events for this flow on or off.

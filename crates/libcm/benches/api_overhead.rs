@@ -1,0 +1,538 @@
+//! cm-implementation-linux Fig 6 / Table 1 on loopback: the cost per packet
+//! of sending through the CM's APIs, against raw UDP measured in the same
+//! run.
+//!
+//! Every variant sends N datagrams of one size to a receiver thread that
+//! acknowledges each one (the paper's test programs "sent packets ... on a
+//! UDP socket, and waited for acknowledgement packets"), with at most W
+//! datagrams unacknowledged, so the CM's window never limits (W × size is
+//! far below what the window grows to on loopback). Variants:
+//!
+//! - `raw`: plain UDP, the baseline (the paper's TCP/CM-nodelay role).
+//! - `buffered`: `cm_send` (CC-UDP): libcm queues, the CM grants, libcm sends
+//!   and notifies; acks feed `cm_update` one call each.
+//! - `alf`: request/callback with explicit `cm_notify` per packet and one
+//!   `cm_update` + `cm_request` call per ack (the paper's ALF/noconnect:
+//!   a user-space CM has no IP-layer hook, so every ALF sender notifies).
+//! - `alf-bulk`: the same, but the acks of one loop turn are reported with
+//!   `cm_bulk_update` and the next requests with `cm_bulk_request`
+//!   (cm-implementation-linux §5 "Optimizations").
+//!
+//! each in embedded and daemon mode (the daemon is the real `cmd` loop on
+//! its own thread), plus kernel TCP (`TCP_NODELAY`, the same window of
+//! acknowledged messages) for reference. Output: µs per packet and the
+//! throughput ratio to raw UDP. `CM_BENCH_QUICK=1` measures 1200-byte
+//! datagrams only, with fewer packets (what CI runs).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::cell::RefCell;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration as StdDuration, Instant};
+
+use libcm::{Cm, CmError, Config, Duration, Feedback, FlowId};
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+
+/// Unacknowledged datagrams allowed in flight.
+const W: u64 = 64;
+const ACK: usize = 8;
+/// Datagrams lost on loopback over the whole run (reported at the end).
+static LOST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+struct Receiver {
+    addr: std::net::SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Receiver {
+    /// Acknowledge every datagram with its sequence number.
+    fn start() -> Receiver {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(StdDuration::from_millis(50)))
+            .unwrap();
+        let addr = sock.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            while !s2.load(Ordering::Relaxed) {
+                if let Ok((n, from)) = sock.recv_from(&mut buf) {
+                    if n >= ACK {
+                        let _ = sock.send_to(&buf[..ACK], from);
+                    }
+                }
+            }
+        });
+        Receiver {
+            addr,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn sender_socket(rx: &Receiver) -> UdpSocket {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.connect(rx.addr).unwrap();
+    s.set_nonblocking(true).unwrap();
+    s
+}
+
+fn packet(seq: u64, size: usize, buf: &mut Vec<u8>) {
+    buf.clear();
+    buf.extend_from_slice(&seq.to_le_bytes());
+    buf.resize(size, 0);
+}
+
+/// Block until `sock` (or `extra`) is readable or `timeout` passes.
+fn wait_readable(
+    sock: &UdpSocket,
+    extra: Option<std::os::fd::BorrowedFd<'_>>,
+    timeout: StdDuration,
+) {
+    let ts = Timespec {
+        tv_sec: timeout.as_secs() as i64,
+        tv_nsec: i64::from(timeout.subsec_nanos()),
+    };
+    match extra {
+        Some(fd) => {
+            let mut fds = [
+                PollFd::new(sock, PollFlags::IN),
+                PollFd::new(&fd, PollFlags::IN),
+            ];
+            let _ = poll(&mut fds, Some(&ts));
+        }
+        None => {
+            let mut fds = [PollFd::new(sock, PollFlags::IN)];
+            let _ = poll(&mut fds, Some(&ts));
+        }
+    }
+}
+
+/// Read every ack waiting; call `f(seq)` for each.
+fn drain_acks(sock: &UdpSocket, mut f: impl FnMut(u64)) -> usize {
+    let mut buf = [0u8; 64];
+    let mut n = 0;
+    while let Ok(len) = sock.recv(&mut buf) {
+        if len >= ACK {
+            f(u64::from_le_bytes(buf[..8].try_into().unwrap()));
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Raw UDP, the baseline.
+fn run_raw(n: u64, size: usize) -> StdDuration {
+    let rx = Receiver::start();
+    let sock = sender_socket(&rx);
+    let mut buf = Vec::new();
+    let (mut next, mut acked) = (0u64, 0u64);
+    let t0 = Instant::now();
+    while acked < n {
+        while next < n && next - acked < W {
+            packet(next, size, &mut buf);
+            if sock.send(&buf).is_err() {
+                break;
+            }
+            next += 1;
+        }
+        let got = drain_acks(&sock, |_| {});
+        if got == 0 {
+            wait_readable(&sock, None, StdDuration::from_millis(200));
+            if drain_acks(&sock, |_| acked += 1) == 0 {
+                LOST.fetch_add(next - acked, Ordering::Relaxed);
+                acked = next; // lost on loopback: move on
+            }
+        } else {
+            acked += got as u64;
+        }
+    }
+    t0.elapsed()
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Api {
+    Buffered,
+    Alf,
+    AlfBulk,
+}
+
+struct AlfState {
+    sock: UdpSocket,
+    next: u64,
+    n: u64,
+    size: usize,
+    sent_at: Vec<Instant>,
+    buf: Vec<u8>,
+}
+
+/// One of the CM variants on a fresh handle `cm`.
+fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
+    let rx = Receiver::start();
+    let sock = sender_socket(&rx);
+    let ack_sock = sock.try_clone().unwrap();
+    let daemon = cm.mode() == libcm::Mode::Daemon;
+    let t0 = Instant::now();
+    let mut acked = 0u64;
+    let mut rtt_of = |sent: &[Instant], seq: u64| {
+        let at = sent.get(seq as usize).copied().unwrap_or(t0);
+        Duration::from_micros((at.elapsed().as_micros() as u64).max(1))
+    };
+    if api == Api::Buffered {
+        let flow = cm.open_buffered(sock, rx.addr).unwrap();
+        let mut queued = 0u64;
+        let mut buf = Vec::new();
+        let mut sent_at = vec![t0; n as usize];
+        let mut idle = Instant::now();
+        while acked < n {
+            while queued < n && queued - acked < W {
+                packet(queued, size, &mut buf);
+                match cm.send(flow, &buf) {
+                    Ok(()) => {
+                        sent_at[queued as usize] = Instant::now();
+                        queued += 1;
+                    }
+                    Err(CmError::QueueFull(_)) => break,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            cm.dispatch().unwrap();
+            let mut got = 0;
+            drain_acks(&ack_sock, |seq| {
+                let rtt = rtt_of(&sent_at, seq);
+                cm.update(flow, Feedback::acked(size as u64, rtt)).unwrap();
+                got += 1;
+            });
+            acked += got;
+            if got == 0 {
+                let t = cm.next_timeout().unwrap_or(StdDuration::from_millis(200));
+                let fd = if daemon {
+                    Some(cm.pollable_fd().unwrap())
+                } else {
+                    None
+                };
+                wait_readable(&ack_sock, fd, t.min(StdDuration::from_millis(200)));
+                if idle.elapsed() > StdDuration::from_millis(200) && cm.backlog(flow).unwrap() == 0
+                {
+                    let sent = cm.buffered_sent(flow).unwrap();
+                    LOST.fetch_add(sent - acked, Ordering::Relaxed);
+                    acked = sent;
+                    idle = Instant::now();
+                }
+            } else {
+                idle = Instant::now();
+            }
+        }
+        return t0.elapsed();
+    }
+    let flow = cm.open(None, rx.addr).unwrap();
+    let st = Rc::new(RefCell::new(AlfState {
+        sock,
+        next: 0,
+        n,
+        size,
+        sent_at: vec![t0; n as usize],
+        buf: Vec::new(),
+    }));
+    let s2 = st.clone();
+    // cmapp_send: one datagram per granted MTU (the core may answer several
+    // one-MTU requests with one grant), then tell the CM what left.
+    cm.register_send(move |cm, flow: FlowId, bytes| {
+        let mut s = s2.borrow_mut();
+        let slots = (bytes.get() / 1460).max(1);
+        let mut sent = 0u64;
+        let mut failed = 0u64;
+        for _ in 0..slots {
+            if s.next >= s.n {
+                break;
+            }
+            let (seq, size) = (s.next, s.size);
+            let mut buf = std::mem::take(&mut s.buf);
+            packet(seq, size, &mut buf);
+            let ok = s.sock.send(&buf).is_ok();
+            s.buf = buf;
+            if ok {
+                s.sent_at[seq as usize] = Instant::now();
+                s.next += 1;
+                sent += size as u64;
+            } else {
+                failed += 1;
+            }
+        }
+        drop(s);
+        cm.notify(flow, sent).unwrap();
+        // A full socket buffer: ask again rather than lose the slots.
+        for _ in 0..failed {
+            cm.request(flow).unwrap();
+        }
+    });
+    let mut requested = W.min(n);
+    if api == Api::AlfBulk {
+        cm.bulk_request(&vec![(flow, 1); requested as usize])
+            .unwrap();
+    } else {
+        for _ in 0..requested {
+            cm.request(flow).unwrap();
+        }
+    }
+    let mut fbs = Vec::with_capacity(W as usize);
+    let mut lost_guard = Instant::now();
+    while acked < n {
+        cm.dispatch().unwrap();
+        fbs.clear();
+        {
+            let s = st.borrow();
+            drain_acks(&ack_sock, |seq| {
+                fbs.push((flow, Feedback::acked(size as u64, rtt_of(&s.sent_at, seq))));
+            });
+        }
+        let got = fbs.len() as u64;
+        acked += got;
+        let more = got.min(n - requested);
+        requested += more;
+        match api {
+            Api::AlfBulk => {
+                if got > 0 {
+                    cm.bulk_update(&fbs).unwrap();
+                    cm.bulk_request(&vec![(flow, 1); more as usize]).unwrap();
+                }
+            }
+            _ => {
+                for &(f, fb) in &fbs {
+                    cm.update(f, fb).unwrap();
+                }
+                for _ in 0..more {
+                    cm.request(flow).unwrap();
+                }
+            }
+        }
+        if got == 0 {
+            let t = cm.next_timeout().unwrap_or(StdDuration::from_millis(200));
+            if !t.is_zero() {
+                let fd = if daemon {
+                    Some(cm.pollable_fd().unwrap())
+                } else {
+                    None
+                };
+                wait_readable(&ack_sock, fd, t.min(StdDuration::from_millis(200)));
+            }
+            if lost_guard.elapsed() > StdDuration::from_millis(200) {
+                // Datagrams lost on loopback (a full receive buffer): count
+                // them as done and keep the window of requests full.
+                let sent = st.borrow().next;
+                if std::env::var_os("CM_BENCH_DEBUG").is_some() {
+                    let stat = cm.stat().unwrap();
+                    eprintln!(
+                        "stall: acked {acked} sent {sent} requested {requested} mf {:?} flows {:?} events {:?}",
+                        stat.macroflows,
+                        stat.flows,
+                        cm.next_timeout()
+                    );
+                }
+                LOST.fetch_add(sent - acked, Ordering::Relaxed);
+                acked = sent;
+                let more = (acked + W).min(n).saturating_sub(requested);
+                requested += more;
+                for _ in 0..more {
+                    cm.request(flow).unwrap();
+                }
+                lost_guard = Instant::now();
+            }
+        } else {
+            lost_guard = Instant::now();
+        }
+    }
+    let e = t0.elapsed();
+    if std::env::var_os("CM_BENCH_DEBUG").is_some() {
+        let m = &cm.stat().unwrap().macroflows[0];
+        eprintln!(
+            "    window {} srtt {}us rttvar {}us",
+            m.window, m.estimate.srtt_us, m.estimate.rttvar_us
+        );
+    }
+    e
+}
+
+/// Kernel TCP with the same acknowledged window (reference).
+fn run_tcp(n: u64, size: usize) -> StdDuration {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let srv = std::thread::spawn(move || {
+        let (mut c, _) = l.accept().unwrap();
+        c.set_nodelay(true).unwrap();
+        let mut buf = vec![0u8; size];
+        for _ in 0..n {
+            if c.read_exact(&mut buf).is_err() {
+                return;
+            }
+            let _ = c.write_all(&buf[..ACK]);
+        }
+    });
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_nodelay(true).unwrap();
+    let mut r = c.try_clone().unwrap();
+    let mut buf = Vec::new();
+    let mut ack = [0u8; ACK];
+    let (mut next, mut acked) = (0u64, 0u64);
+    let t0 = Instant::now();
+    while acked < n {
+        while next < n && next - acked < W {
+            packet(next, size, &mut buf);
+            c.write_all(&buf).unwrap();
+            next += 1;
+        }
+        r.read_exact(&mut ack).unwrap();
+        acked += 1;
+    }
+    let e = t0.elapsed();
+    srv.join().unwrap();
+    e
+}
+
+struct DaemonThread {
+    path: std::path::PathBuf,
+    dir: std::path::PathBuf,
+    stop: cmd::StopHandle,
+    t: Option<std::thread::JoinHandle<()>>,
+}
+
+impl DaemonThread {
+    fn start() -> DaemonThread {
+        cmd::log::set_quiet(true);
+        let dir = std::env::temp_dir().join(format!("cm-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("cm.sock");
+        let mut d = cmd::Daemon::bind(cmd::DaemonConfig::default(), &path).unwrap();
+        let stop = d.stop_handle();
+        let t = std::thread::spawn(move || d.run().unwrap());
+        DaemonThread {
+            path,
+            dir,
+            stop,
+            t: Some(t),
+        }
+    }
+}
+
+impl Drop for DaemonThread {
+    fn drop(&mut self) {
+        self.stop.stop();
+        if let Some(t) = self.t.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn median(mut v: Vec<StdDuration>) -> StdDuration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn main() {
+    // `cargo bench` passes --bench; nothing else to parse.
+    let quick = std::env::var_os("CM_BENCH_QUICK").is_some();
+    let sizes: &[usize] = if quick {
+        &[1200]
+    } else {
+        &[64, 200, 400, 800, 1200, 1400]
+    };
+    let n: u64 = if quick { 20_000 } else { 100_000 };
+    let reps = if quick { 3 } else { 5 };
+    let daemon = DaemonThread::start();
+    let variants: Vec<(&str, Option<(Api, bool)>)> = vec![
+        ("raw-udp", None),
+        ("buffered/emb", Some((Api::Buffered, false))),
+        ("alf/emb", Some((Api::Alf, false))),
+        ("alf-bulk/emb", Some((Api::AlfBulk, false))),
+        ("buffered/dmn", Some((Api::Buffered, true))),
+        ("alf/dmn", Some((Api::Alf, true))),
+        ("alf-bulk/dmn", Some((Api::AlfBulk, true))),
+    ];
+    println!(
+        "cm-implementation-linux Fig 6 on loopback: µs per packet (and throughput ÷ raw UDP), \
+         {n} packets, window {W}, median of {reps}"
+    );
+    print!("{:>6}", "size");
+    for (name, _) in &variants {
+        print!(" {name:>20}");
+    }
+    println!(" {:>20}", "kernel-tcp");
+    let mut verdict = Vec::new();
+    for &size in sizes {
+        let mut times: Vec<Vec<StdDuration>> = vec![Vec::new(); variants.len() + 1];
+        // Interleave the variants so slow phases of a noisy machine hit all.
+        for _ in 0..reps {
+            for (i, (_, v)) in variants.iter().enumerate() {
+                let t = match v {
+                    None => run_raw(n, size),
+                    Some((api, dmn)) => {
+                        let cm = if *dmn {
+                            Cm::connect(&daemon.path).unwrap()
+                        } else {
+                            Cm::embedded(Config::default()).unwrap()
+                        };
+                        run_cm(cm, *api, n, size)
+                    }
+                };
+                eprintln!(
+                    "  {size} B {:<14} {:>8.2} µs/packet",
+                    variants[i].0,
+                    t.as_secs_f64() * 1e6 / n as f64
+                );
+                times[i].push(t);
+            }
+            times[variants.len()].push(run_tcp(n, size));
+        }
+        let med: Vec<StdDuration> = times.into_iter().map(median).collect();
+        let base = med[0];
+        print!("{size:>6}");
+        for (i, m) in med.iter().enumerate() {
+            let us = m.as_secs_f64() * 1e6 / n as f64;
+            let ratio = base.as_secs_f64() / m.as_secs_f64();
+            print!(" {:>11.2} ({:>5.2}x)", us, ratio);
+            if size == 1200 && i > 0 && i < variants.len() {
+                verdict.push((variants[i].0, ratio));
+            }
+        }
+        println!();
+    }
+    println!(
+        "datagrams lost on loopback (all runs): {}",
+        LOST.load(Ordering::Relaxed)
+    );
+    if !verdict.is_empty() {
+        let best = |suffix: &str| {
+            verdict
+                .iter()
+                .filter(|(n, _)| n.ends_with(suffix))
+                .map(|&(_, r)| r)
+                .fold(0.0f64, f64::max)
+        };
+        let (emb, dmn) = (best("/emb"), best("/dmn"));
+        println!(
+            "1200 B: best embedded {:.1}% of raw UDP packets/s (target >= 95%), \
+             best daemon {:.1}% (target >= 85%)",
+            emb * 100.0,
+            dmn * 100.0
+        );
+        for (name, r) in &verdict {
+            println!("  {name:<14} {:.1}%", r * 100.0);
+        }
+    }
+}
