@@ -31,3 +31,9 @@ cargo bench -p cm-core --bench cycle --locked -- --quick
 
 step "benchmark (quick): simulator events per second"
 CM_SIM_BENCH_SECS=10 cargo bench -p cm-sim --bench events --locked
+
+step "benchmark (quick): API overhead vs raw UDP on loopback (cm-implementation-linux Fig 6)"
+CM_BENCH_QUICK=1 cargo bench -p libcm --bench api_overhead --locked
+
+step "fuzz: control-message decoder (${CM_FUZZ_SECS:-60} s)"
+./scripts/fuzz.sh

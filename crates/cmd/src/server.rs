@@ -231,24 +231,26 @@ impl Daemon {
         let mut dead = Vec::new();
         for (&t, s) in &mut self.sessions {
             if s.has_output() {
-                match s.flush() {
-                    FlushResult::Done => {
-                        let _ = epoll::modify(
-                            &self.epoll,
-                            &s.fd,
-                            epoll::EventData::new_u64(t),
-                            epoll::EventFlags::IN,
-                        );
+                // Interest in writability changes only when a client's socket
+                // fills or drains: no epoll call on the common path.
+                let want_out = match s.flush() {
+                    FlushResult::Done => false,
+                    FlushResult::Blocked => true,
+                    FlushResult::Dead => {
+                        dead.push(t);
+                        continue;
                     }
-                    FlushResult::Blocked => {
-                        let _ = epoll::modify(
-                            &self.epoll,
-                            &s.fd,
-                            epoll::EventData::new_u64(t),
-                            epoll::EventFlags::IN | epoll::EventFlags::OUT,
-                        );
+                };
+                if want_out != s.want_out {
+                    let mut flags = epoll::EventFlags::IN;
+                    if want_out {
+                        flags |= epoll::EventFlags::OUT;
                     }
-                    FlushResult::Dead => dead.push(t),
+                    if epoll::modify(&self.epoll, &s.fd, epoll::EventData::new_u64(t), flags)
+                        .is_ok()
+                    {
+                        s.want_out = want_out;
+                    }
                 }
             }
         }
@@ -303,9 +305,18 @@ impl Daemon {
         }
     }
 
+    /// Keep the timerfd at or before the core's next deadline. A later
+    /// deadline is left to the armed (earlier) expiry, which re-arms on
+    /// firing: one `timerfd_settime` per real change, not per loop turn.
     fn rearm(&mut self) {
         let want = self.core.poll_timeout();
-        if want == self.armed {
+        let keep = match (self.armed, want) {
+            (Some(a), Some(w)) => a <= w,
+            // An armed expiry with nothing due is a harmless early wake-up.
+            (_, None) => true,
+            (None, Some(_)) => false,
+        };
+        if keep {
             return;
         }
         let value = match want {

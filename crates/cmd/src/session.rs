@@ -61,6 +61,8 @@ pub(crate) struct Session {
     pub(crate) limiter: Limiter,
     /// Messages refused for rate since the last log line.
     pub(crate) limited: u64,
+    /// Whether epoll watches this socket for writability.
+    pub(crate) want_out: bool,
 }
 
 /// What flushing a session found.
@@ -86,6 +88,7 @@ impl Session {
             backlog: VecDeque::new(),
             limiter: Limiter::new(rate, now_us),
             limited: 0,
+            want_out: false,
         }
     }
 

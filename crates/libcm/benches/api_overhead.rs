@@ -16,7 +16,9 @@
 //!   a user-space CM has no IP-layer hook, so every ALF sender notifies).
 //! - `alf-bulk`: the same, but the acks of one loop turn are reported with
 //!   `cm_bulk_update` and the next requests with `cm_bulk_request`
-//!   (cm-implementation-linux §5 "Optimizations").
+//!   (cm-implementation-linux §5 "Optimizations"), and calls to the daemon
+//!   are batched (`set_autoflush(false)`: sent every 32 calls and before
+//!   the loop sleeps).
 //!
 //! each in embedded and daemon mode (the daemon is the real `cmd` loop on
 //! its own thread), plus kernel TCP (`TCP_NODELAY`, the same window of
@@ -40,6 +42,44 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 /// Unacknowledged datagrams allowed in flight.
 const W: u64 = 64;
 const ACK: usize = 8;
+/// What the running variant is doing, for the watchdog: [variant index,
+/// acked, queued/requested, sent, loop turns].
+static DIAG: [std::sync::atomic::AtomicU64; 5] =
+    [const { std::sync::atomic::AtomicU64::new(0) }; 5];
+
+fn diag(i: usize, v: u64) {
+    DIAG[i].store(v, Ordering::Relaxed);
+}
+
+/// Abort with the diagnostics if one run takes longer than `limit`: a hung
+/// benchmark must fail loudly, never stall CI.
+fn watchdog(limit: StdDuration) {
+    std::thread::spawn(move || {
+        let mut last = u64::MAX;
+        let mut since = Instant::now();
+        loop {
+            std::thread::sleep(StdDuration::from_millis(500));
+            let turns = DIAG[4].load(Ordering::Relaxed) ^ (DIAG[1].load(Ordering::Relaxed) << 32);
+            let progress = DIAG[1].load(Ordering::Relaxed);
+            if progress != last {
+                last = progress;
+                since = Instant::now();
+            } else if since.elapsed() > limit {
+                eprintln!(
+                    "watchdog: no progress for {:?}: variant {} acked {} queued {} sent {} turns {}",
+                    limit,
+                    DIAG[0].load(Ordering::Relaxed),
+                    DIAG[1].load(Ordering::Relaxed),
+                    DIAG[2].load(Ordering::Relaxed),
+                    DIAG[3].load(Ordering::Relaxed),
+                    turns
+                );
+                std::process::exit(3);
+            }
+        }
+    });
+}
+
 /// Datagrams lost on loopback over the whole run (reported at the end).
 static LOST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -189,7 +229,7 @@ fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
     let daemon = cm.mode() == libcm::Mode::Daemon;
     let t0 = Instant::now();
     let mut acked = 0u64;
-    let mut rtt_of = |sent: &[Instant], seq: u64| {
+    let rtt_of = |sent: &[Instant], seq: u64| {
         let at = sent.get(seq as usize).copied().unwrap_or(t0);
         Duration::from_micros((at.elapsed().as_micros() as u64).max(1))
     };
@@ -212,12 +252,24 @@ fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
                 }
             }
             cm.dispatch().unwrap();
+            diag(1, acked);
+            diag(2, queued);
+            diag(3, cm.buffered_sent(flow).unwrap());
+            diag(4, DIAG[4].load(Ordering::Relaxed) + 1);
             let mut got = 0;
+            let mut fbs = Vec::new();
             drain_acks(&ack_sock, |seq| {
-                let rtt = rtt_of(&sent_at, seq);
-                cm.update(flow, Feedback::acked(size as u64, rtt)).unwrap();
+                // RTT from when libcm sent it, not from when it was queued.
+                let at = cm
+                    .buffered_send_time(flow, seq)
+                    .unwrap_or(sent_at[seq as usize]);
+                let rtt = Duration::from_micros((at.elapsed().as_micros() as u64).max(1));
+                fbs.push((flow, Feedback::acked(size as u64, rtt)));
                 got += 1;
             });
+            for (f, fb) in fbs {
+                cm.update(f, fb).unwrap();
+            }
             acked += got;
             if got == 0 {
                 let t = cm.next_timeout().unwrap_or(StdDuration::from_millis(200));
@@ -227,6 +279,20 @@ fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
                     None
                 };
                 wait_readable(&ack_sock, fd, t.min(StdDuration::from_millis(200)));
+                if idle.elapsed() > StdDuration::from_secs(2) {
+                    // A stall is a bug to see, not a number to print.
+                    let st = cm.stat().unwrap();
+                    eprintln!(
+                        "buffered stall: acked {acked} queued {queued} backlog {} sent {} \
+                         next_timeout {:?} mf {:?} flows {:?}",
+                        cm.backlog(flow).unwrap(),
+                        cm.buffered_sent(flow).unwrap(),
+                        cm.next_timeout(),
+                        st.macroflows,
+                        st.flows
+                    );
+                    std::process::exit(3);
+                }
                 if idle.elapsed() > StdDuration::from_millis(200) && cm.backlog(flow).unwrap() == 0
                 {
                     let sent = cm.buffered_sent(flow).unwrap();
@@ -283,6 +349,14 @@ fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
     });
     let mut requested = W.min(n);
     if api == Api::AlfBulk {
+        // Batch calls to the daemon (sent every 32 calls and before sleeping).
+        cm.set_autoflush(false);
+        if let Some(b) = std::env::var("CM_BENCH_BATCH")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            cm.set_batch_limit(b);
+        }
         cm.bulk_request(&vec![(flow, 1); requested as usize])
             .unwrap();
     } else {
@@ -294,6 +368,10 @@ fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
     let mut lost_guard = Instant::now();
     while acked < n {
         cm.dispatch().unwrap();
+        diag(1, acked);
+        diag(2, requested);
+        diag(3, st.borrow().next);
+        diag(4, DIAG[4].load(Ordering::Relaxed) + 1);
         fbs.clear();
         {
             let s = st.borrow();
@@ -361,8 +439,11 @@ fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
     if std::env::var_os("CM_BENCH_DEBUG").is_some() {
         let m = &cm.stat().unwrap().macroflows[0];
         eprintln!(
-            "    window {} srtt {}us rttvar {}us",
-            m.window, m.estimate.srtt_us, m.estimate.rttvar_us
+            "    window {} srtt {}us rttvar {}us ipc (frames out, in, calls) {:?}",
+            m.window,
+            m.estimate.srtt_us,
+            m.estimate.rttvar_us,
+            cm.ipc_counters()
         );
     }
     e
@@ -439,6 +520,19 @@ impl Drop for DaemonThread {
     }
 }
 
+/// CPU time (user + system) of this whole process so far, all threads.
+fn cpu_time() -> StdDuration {
+    let t = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name: utime is the 14th field, stime 15th.
+    let rest = t.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let ticks = f.get(10).copied().unwrap_or(0) + f.get(11).copied().unwrap_or(0);
+    StdDuration::from_millis(ticks * 10)
+}
+
 fn median(mut v: Vec<StdDuration>) -> StdDuration {
     v.sort();
     v[v.len() / 2]
@@ -455,6 +549,7 @@ fn main() {
     let n: u64 = if quick { 20_000 } else { 100_000 };
     let reps = if quick { 3 } else { 5 };
     let daemon = DaemonThread::start();
+    watchdog(StdDuration::from_secs(10));
     let variants: Vec<(&str, Option<(Api, bool)>)> = vec![
         ("raw-udp", None),
         ("buffered/emb", Some((Api::Buffered, false))),
@@ -479,6 +574,9 @@ fn main() {
         // Interleave the variants so slow phases of a noisy machine hit all.
         for _ in 0..reps {
             for (i, (_, v)) in variants.iter().enumerate() {
+                let cpu0 = cpu_time();
+                diag(0, i as u64);
+                diag(1, u64::MAX - 1); // a new run counts as progress
                 let t = match v {
                     None => run_raw(n, size),
                     Some((api, dmn)) => {
@@ -490,10 +588,12 @@ fn main() {
                         run_cm(cm, *api, n, size)
                     }
                 };
+                let cpu = cpu_time().saturating_sub(cpu0);
                 eprintln!(
-                    "  {size} B {:<14} {:>8.2} µs/packet",
+                    "  {size} B {:<14} {:>8.2} µs/packet, {:>6.2} µs CPU/packet (all threads)",
                     variants[i].0,
-                    t.as_secs_f64() * 1e6 / n as f64
+                    t.as_secs_f64() * 1e6 / n as f64,
+                    cpu.as_secs_f64() * 1e6 / n as f64
                 );
                 times[i].push(t);
             }

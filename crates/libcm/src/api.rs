@@ -15,6 +15,8 @@ impl Cm {
     pub(crate) fn after_call(&mut self) -> Result<(), CmError> {
         match &mut self.backend {
             Backend::Daemon(d) if self.autoflush && !self.dispatching => d.flush(),
+            // Batching: send once enough calls have gathered.
+            Backend::Daemon(d) if d.pending() >= self.batch_limit => d.flush(),
             Backend::Daemon(_) => Ok(()),
             Backend::Embedded(e) => {
                 e.pump(&mut self.events);
@@ -298,11 +300,22 @@ impl Cm {
         Ok(v)
     }
 
-    /// Batch the calls made from now on until [`Cm::flush`] (or turn
-    /// batching off again with `true`). Calls made from callbacks during
-    /// [`Cm::dispatch`] are always batched.
+    /// Daemon mode: with `false`, calls are gathered and sent to the daemon
+    /// together once [`Cm::set_batch_limit`] of them wait, or when the
+    /// application calls [`Cm::flush`], [`Cm::next_timeout`], [`Cm::wait`],
+    /// [`Cm::pollable_fd`] or any call that returns a value. An
+    /// application that sleeps on its own must call one of those first.
+    /// With `true` (the default) every call outside a dispatch is sent at
+    /// once, and calls made from callbacks go out at the end of the
+    /// dispatch. Embedded mode has nothing to batch.
     pub fn set_autoflush(&mut self, on: bool) {
         self.autoflush = on;
+    }
+
+    /// How many calls may wait in a batch (with autoflush off) before they
+    /// are sent (default 32; at least 1).
+    pub fn set_batch_limit(&mut self, calls: usize) {
+        self.batch_limit = calls.max(1);
     }
 
     /// Send batched calls to the daemon now (no-op in embedded mode).

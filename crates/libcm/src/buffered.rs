@@ -27,7 +27,13 @@ pub(crate) struct SendQueue {
     requested: usize,
     /// Datagrams sent so far.
     sent: u64,
+    /// When recent datagrams left the socket: entry i is datagram
+    /// `sent - len + i` (in `send` order).
+    sent_times: VecDeque<std::time::Instant>,
 }
+
+/// Send times kept per buffered flow (for RTT samples).
+const SEND_TIMES: usize = 1 << 16;
 
 impl Cm {
     /// Open a buffered flow: datagrams given to [`Cm::send`] leave `sock`
@@ -46,6 +52,7 @@ impl Cm {
                 limit: DEFAULT_QUEUE_BYTES,
                 requested: 0,
                 sent: 0,
+                sent_times: VecDeque::new(),
             },
         );
         Ok(flow)
@@ -70,7 +77,14 @@ impl Cm {
         q.queue.push_back(data.to_vec());
         q.queued_bytes += data.len();
         q.requested += 1;
-        self.request(flow)
+        // The request rides with the next batch: the queue only drains in
+        // dispatch (or wait), which sends it, so a burst of sends costs the
+        // daemon one message frame, not one per datagram.
+        let was = self.dispatching;
+        self.dispatching = true;
+        let r = self.request(flow);
+        self.dispatching = was;
+        r
     }
 
     /// Bytes queued on a buffered flow and not yet sent.
@@ -87,6 +101,19 @@ impl Cm {
             .get(&flow)
             .map(|q| q.sent)
             .ok_or(CmError::NotBuffered(flow))
+    }
+
+    /// When the `nth` datagram given to [`Cm::send`] on this flow (counting
+    /// from 0) actually left the socket, for RTT samples: time spent
+    /// waiting in the queue is not round-trip time (measuring from `send`
+    /// inflates the RTT, which slows the pacing, which lengthens the queue).
+    /// `None` if it has not been sent yet or is too old (the last 65,536
+    /// are kept).
+    pub fn buffered_send_time(&self, flow: FlowId, nth: u64) -> Option<std::time::Instant> {
+        let q = self.buffered.get(&flow)?;
+        let first = q.sent - q.sent_times.len() as u64;
+        let i = usize::try_from(nth.checked_sub(first)?).ok()?;
+        q.sent_times.get(i).copied()
     }
 
     /// Set the queue limit of a buffered flow, in bytes.
@@ -108,12 +135,15 @@ impl Cm {
                 i += 1;
                 continue;
             };
+            let mtu = u64::from(self.mtus.get(&flow).copied().unwrap_or(1460).max(1));
             let Some(q) = self.buffered.get_mut(&flow) else {
                 i += 1;
                 continue;
             };
             self.events.remove(i);
-            q.requested = q.requested.saturating_sub(1);
+            // The core may answer several one-MTU requests with one grant.
+            let answered = usize::try_from((bytes.get() / mtu).max(1)).unwrap_or(usize::MAX);
+            q.requested = q.requested.saturating_sub(answered);
             let mut sent = 0u64;
             let budget = usize::try_from(bytes.get()).unwrap_or(usize::MAX);
             while let Some(d) = q.queue.front() {
@@ -132,14 +162,17 @@ impl Cm {
                 sent += d.len() as u64;
                 q.queued_bytes -= d.len();
                 q.sent += 1;
+                if q.sent_times.len() == SEND_TIMES {
+                    q.sent_times.pop_front();
+                }
+                q.sent_times.push_back(std::time::Instant::now());
                 q.queue.pop_front();
             }
-            let rerequest = q.queue.len() > q.requested;
-            if rerequest {
-                q.requested += 1;
-            }
+            // Keep one request outstanding per queued datagram.
+            let missing = q.queue.len().saturating_sub(q.requested);
+            q.requested += missing;
             self.notify(flow, sent)?;
-            if rerequest {
+            for _ in 0..missing {
                 self.request(flow)?;
             }
         }

@@ -104,7 +104,8 @@ impl Cm {
 
     fn after_dispatch(&mut self) -> Result<(), CmError> {
         match &mut self.backend {
-            Backend::Daemon(d) => d.flush(),
+            Backend::Daemon(d) if self.autoflush || d.pending() >= self.batch_limit => d.flush(),
+            Backend::Daemon(_) => Ok(()),
             Backend::Embedded(e) => {
                 e.ack_fd();
                 e.pump(&mut self.events);
@@ -154,7 +155,13 @@ impl Cm {
                 }
                 e.core.poll_timeout().map(|t| e.clock.until(t))
             }
-            Backend::Daemon(d) => d.has_inbox().then_some(std::time::Duration::ZERO),
+            Backend::Daemon(d) => {
+                // The caller is about to sleep: batched calls must go now.
+                if d.flush().is_err() {
+                    return Some(std::time::Duration::ZERO);
+                }
+                d.has_inbox().then_some(std::time::Duration::ZERO)
+            }
         }
     }
 
@@ -181,7 +188,10 @@ impl Cm {
             e.rearm(!self.events.is_empty())?;
         }
         match &mut self.backend {
-            Backend::Daemon(d) => Ok(d.fd()),
+            Backend::Daemon(d) => {
+                d.flush()?;
+                Ok(d.fd())
+            }
             Backend::Embedded(e) => e.fd(),
         }
     }

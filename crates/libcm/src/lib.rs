@@ -144,6 +144,8 @@ pub struct Cm {
     /// Inside `dispatch`: calls made by callbacks are batched.
     pub(crate) dispatching: bool,
     pub(crate) autoflush: bool,
+    /// Calls gathered before a batch is sent (autoflush off).
+    pub(crate) batch_limit: usize,
     pub(crate) mtus: HashMap<FlowId, u32>,
 }
 
@@ -206,6 +208,7 @@ impl Cm {
             buffered: HashMap::new(),
             dispatching: false,
             autoflush: true,
+            batch_limit: 32,
             mtus: HashMap::new(),
         }
     }
@@ -215,6 +218,15 @@ impl Cm {
         match self.backend {
             Backend::Embedded(_) => Mode::Embedded,
             Backend::Daemon(_) => Mode::Daemon,
+        }
+    }
+
+    /// Daemon mode: (frames sent, frames received, calls sent) so far, to
+    /// see how well calls are batched. Embedded mode: `None`.
+    pub fn ipc_counters(&self) -> Option<(u64, u64, u64)> {
+        match &self.backend {
+            Backend::Embedded(_) => None,
+            Backend::Daemon(d) => Some(d.counters),
         }
     }
 

@@ -293,3 +293,36 @@ both_modes!(pollable_descriptor, |h: &common::Harness| {
     assert_eq!(cm.dispatch().unwrap(), 1);
     assert_eq!(*got.borrow(), 1);
 });
+
+// One grant may answer several queued one-MTU requests (the core merges
+// pending requests): bursts of sub-MTU datagrams must still all leave.
+both_modes!(
+    buffered_bursts_drain_with_merged_grants,
+    |h: &common::Harness| {
+        let mut cm = h.cm();
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_nonblocking(true).unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let f = cm.open_buffered(tx, rx.local_addr().unwrap()).unwrap();
+        let total = 200;
+        let mut queued = 0;
+        let mut got = 0;
+        let mut buf = vec![0u8; 2048];
+        let deadline = std::time::Instant::now() + StdDuration::from_secs(5);
+        while got < total && std::time::Instant::now() < deadline {
+            // Datagrams smaller than the MTU, queued in bursts.
+            while queued < total && cm.send(f, &[7u8; 1200]).is_ok() {
+                queued += 1;
+            }
+            cm.dispatch().unwrap();
+            while let Ok(n) = rx.recv(&mut buf) {
+                got += 1;
+                cm.update(f, Feedback::acked(n as u64, Duration::from_millis(1)))
+                    .unwrap();
+            }
+            cm.wait(Some(StdDuration::from_millis(2))).unwrap();
+        }
+        assert_eq!(got, total);
+        assert_eq!(cm.backlog(f).unwrap(), 0);
+    }
+);

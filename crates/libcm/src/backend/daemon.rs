@@ -34,6 +34,8 @@ pub(crate) struct DaemonConn {
     /// Our uid as the daemon sees it.
     pub(crate) uid: u32,
     rbuf: Vec<u8>,
+    /// Frames sent and received, messages sent (for benchmarks and `stat`).
+    pub(crate) counters: (u64, u64, u64),
 }
 
 impl DaemonConn {
@@ -58,6 +60,7 @@ impl DaemonConn {
             client: 0,
             uid: 0,
             rbuf: vec![0; cm_ipc::MAX_FRAME],
+            counters: (0, 0, 0),
         };
         c.push(&ToDaemon::Hello {
             version: cm_ipc::VERSION,
@@ -101,6 +104,11 @@ impl DaemonConn {
         Ok(())
     }
 
+    /// Calls waiting in the outgoing frame.
+    pub(crate) fn pending(&self) -> usize {
+        self.out.len()
+    }
+
     /// Send the outgoing frame, if any.
     pub(crate) fn flush(&mut self) -> Result<(), CmError> {
         if self.out.is_empty() {
@@ -114,6 +122,8 @@ impl DaemonConn {
                 Err(e) => return Err(e.into()),
             }
         }
+        self.counters.0 += 1;
+        self.counters.2 += self.out.len() as u64;
         self.out.clear();
         Ok(())
     }
@@ -125,6 +135,7 @@ impl DaemonConn {
                 Ok((0, _)) => return Err(CmError::Disconnected),
                 Ok((n, _)) => {
                     let n = n.min(self.rbuf.len());
+                    self.counters.1 += 1;
                     decode_frame_into(&self.rbuf[..n], &mut self.inbox)?;
                 }
                 Err(Errno::AGAIN) => return Ok(()),
