@@ -57,11 +57,11 @@ fn wait_line(child: &mut ChildGuard, marker: &str) {
     let out = child.0.stdout.take().expect("child stdout");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
+        // Drain to EOF even after the marker: a closed pipe would make the
+        // child's later output fail (EPIPE) and its exit status with it.
         for line in BufReader::new(out).lines() {
             let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
+            let _ = tx.send(line);
         }
     });
     let deadline = Instant::now() + StdDuration::from_secs(20);
