@@ -18,7 +18,7 @@ fn regression_aging_waits_past_srtt_plus_grace() {
         .open(now, c, OpenParams::to("127.0.0.1:9".parse().unwrap()))
         .unwrap();
     let rtt = Duration::from_micros(100);
-    let mut step = |cm: &mut CongestionManager, now: Instant| {
+    let step = |cm: &mut CongestionManager, now: Instant| {
         cm.request(now, f).unwrap();
         let mut granted = 0;
         while let Some(ev) = cm.poll_event() {
