@@ -275,8 +275,13 @@ fn a_flow_reports_what_it_sent() {
     assert_eq!(v["dst"], dst.as_str());
     let sent = v["sent_datagrams"].as_u64().unwrap();
     assert!(sent > 10, "{v:#}");
-    // Everything sent was received; all but the last few in flight acked.
-    assert_eq!(v["received_datagrams"].as_u64(), Some(sent), "{v:#}");
+    // Every datagram sent was received or declared lost: loopback does
+    // drop when the receiving socket's buffer overflows (seen in CI under
+    // load: 11 of 58,005 at 557 Mbit/s), and the CM must see those losses.
+    let received = v["received_datagrams"].as_u64().unwrap();
+    let lost = v["lost_datagrams"].as_u64().unwrap();
+    assert!(received <= sent && received + lost >= sent, "{v:#}");
+    assert!(received * 100 >= sent * 95, "{v:#}");
     assert!(v["acked_datagrams"].as_u64().unwrap() + 40 >= sent, "{v:#}");
     assert!(v["srtt_us"].is_u64(), "{v:#}");
     // The flow was closed at the end.

@@ -115,6 +115,19 @@ pub enum CmEvent {
     },
 }
 
+/// Traffic on the daemon connection (see [`Cm::ipc_counters`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IpcCounters {
+    /// Frames sent to the daemon.
+    pub frames_out: u64,
+    /// Frames received from the daemon.
+    pub frames_in: u64,
+    /// Calls sent (messages in the frames out).
+    pub calls_out: u64,
+    /// Reads of the socket that found nothing.
+    pub empty_reads: u64,
+}
+
 /// Which CM a [`Cm`] talks to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -221,9 +234,8 @@ impl Cm {
         }
     }
 
-    /// Daemon mode: (frames sent, frames received, calls sent) so far, to
-    /// see how well calls are batched. Embedded mode: `None`.
-    pub fn ipc_counters(&self) -> Option<(u64, u64, u64)> {
+    /// Daemon mode: how well calls are batched so far. Embedded: `None`.
+    pub fn ipc_counters(&self) -> Option<IpcCounters> {
         match &self.backend {
             Backend::Embedded(_) => None,
             Backend::Daemon(d) => Some(d.counters),

@@ -35,7 +35,7 @@ pub(crate) struct DaemonConn {
     pub(crate) uid: u32,
     rbuf: Vec<u8>,
     /// Frames sent and received, messages sent (for benchmarks and `stat`).
-    pub(crate) counters: (u64, u64, u64),
+    pub(crate) counters: crate::IpcCounters,
 }
 
 impl DaemonConn {
@@ -60,7 +60,7 @@ impl DaemonConn {
             client: 0,
             uid: 0,
             rbuf: vec![0; cm_ipc::MAX_FRAME],
-            counters: (0, 0, 0),
+            counters: crate::IpcCounters::default(),
         };
         c.push(&ToDaemon::Hello {
             version: cm_ipc::VERSION,
@@ -122,8 +122,8 @@ impl DaemonConn {
                 Err(e) => return Err(e.into()),
             }
         }
-        self.counters.0 += 1;
-        self.counters.2 += self.out.len() as u64;
+        self.counters.frames_out += 1;
+        self.counters.calls_out += self.out.len() as u64;
         self.out.clear();
         Ok(())
     }
@@ -135,10 +135,13 @@ impl DaemonConn {
                 Ok((0, _)) => return Err(CmError::Disconnected),
                 Ok((n, _)) => {
                     let n = n.min(self.rbuf.len());
-                    self.counters.1 += 1;
+                    self.counters.frames_in += 1;
                     decode_frame_into(&self.rbuf[..n], &mut self.inbox)?;
                 }
-                Err(Errno::AGAIN) => return Ok(()),
+                Err(Errno::AGAIN) => {
+                    self.counters.empty_reads += 1;
+                    return Ok(());
+                }
                 Err(Errno::INTR) => continue,
                 Err(Errno::CONNRESET) => return Err(CmError::Disconnected),
                 Err(e) => return Err(e.into()),
