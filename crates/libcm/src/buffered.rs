@@ -77,14 +77,10 @@ impl Cm {
         q.queue.push_back(data.to_vec());
         q.queued_bytes += data.len();
         q.requested += 1;
-        // The request rides with the next batch: the queue only drains in
-        // dispatch (or wait), which sends it, so a burst of sends costs the
-        // daemon one message frame, not one per datagram.
-        let was = self.dispatching;
-        self.dispatching = true;
-        let r = self.request(flow);
-        self.dispatching = was;
-        r
+        // Sent at once like any call (batch with `set_autoflush(false)`):
+        // an application may well wait on the descriptor before it next
+        // dispatches.
+        self.request(flow)
     }
 
     /// Bytes queued on a buffered flow and not yet sent.
