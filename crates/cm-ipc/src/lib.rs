@@ -71,6 +71,19 @@ pub use frame::{Frame, decode_frame, decode_frame_into};
 pub use msg::Message;
 pub use msg::{ErrorCode, Estimate, FlowStat, MacroflowStat, ToClient, ToDaemon};
 
+/// Where the daemon listens unless told otherwise: `$CM_SOCKET`, else
+/// `$XDG_RUNTIME_DIR/cm.sock`, else `/run/cm.sock` (one definition for the
+/// daemon and every client).
+pub fn default_socket_path() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("CM_SOCKET") {
+        return std::path::PathBuf::from(p);
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(d) if !d.is_empty() => std::path::Path::new(&d).join("cm.sock"),
+        _ => std::path::PathBuf::from("/run/cm.sock"),
+    }
+}
+
 /// Protocol version carried in every frame header.
 pub const VERSION: u8 = 1;
 

@@ -284,7 +284,10 @@ fn a_flow_reports_what_it_sent() {
     // (The last few may still be in flight when the summary is taken.)
     assert!(received <= sent && received + lost + 40 >= sent, "{v:#}");
     assert!(received * 100 >= sent * 95, "{v:#}");
-    assert!(v["acked_datagrams"].as_u64().unwrap() + lost + 40 >= sent, "{v:#}");
+    assert!(
+        v["acked_datagrams"].as_u64().unwrap() + lost + 40 >= sent,
+        "{v:#}"
+    );
     assert!(v["srtt_us"].is_u64(), "{v:#}");
     // The flow was closed at the end.
     let stat = cm_json(&["stat", "--socket", &d.socket, "--json"]);

@@ -68,19 +68,8 @@ fn main() -> anyhow::Result<()> {
     let path = a
         .socket
         .or_else(|| cfg.socket.clone())
-        .unwrap_or_else(default_socket_path);
+        .unwrap_or_else(cm_ipc::default_socket_path);
     let mut d = cmd::Daemon::bind(cfg, &path).context("starting the daemon")?;
     d.handle_signals()?;
     d.run()
-}
-
-/// libcm's default: `$CM_SOCKET`, `$XDG_RUNTIME_DIR/cm.sock`, `/run/cm.sock`.
-fn default_socket_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("CM_SOCKET") {
-        return PathBuf::from(p);
-    }
-    match std::env::var_os("XDG_RUNTIME_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d).join("cm.sock"),
-        _ => PathBuf::from("/run/cm.sock"),
-    }
 }

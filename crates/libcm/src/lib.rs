@@ -61,7 +61,7 @@ mod stat;
 pub mod tokio_adapter;
 
 use std::collections::{HashMap, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub use buffered::DEFAULT_QUEUE_BYTES;
 pub use cm_core::{
@@ -171,17 +171,7 @@ impl std::fmt::Debug for Cm {
     }
 }
 
-/// Where the daemon listens unless told otherwise: `$CM_SOCKET`, else
-/// `$XDG_RUNTIME_DIR/cm.sock`, else `/run/cm.sock`.
-pub fn default_socket_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("CM_SOCKET") {
-        return PathBuf::from(p);
-    }
-    match std::env::var_os("XDG_RUNTIME_DIR") {
-        Some(d) if !d.is_empty() => Path::new(&d).join("cm.sock"),
-        _ => PathBuf::from("/run/cm.sock"),
-    }
-}
+pub use cm_ipc::default_socket_path;
 
 impl Cm {
     /// The daemon at [`default_socket_path`] if one is listening, else an
