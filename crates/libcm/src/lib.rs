@@ -30,7 +30,7 @@
 //! 3. **SIGIO**: [`Cm::enable_sigio`] (daemon mode).
 //! 4. **Polling on your own schedule**: call [`Cm::dispatch`] or
 //!    [`Cm::poll_event`] whenever you like.
-//! 5. **async**: the `tokio` feature's [`tokio_adapter::AsyncCm`].
+//! 5. **async**: `tokio_adapter::AsyncCm` (feature `tokio`).
 //!
 //! ```
 //! use libcm::{Cm, CmEvent};
