@@ -10,7 +10,6 @@ use std::net::UdpSocket;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -41,33 +40,15 @@ impl Drop for TempDir {
 /// The daemon on a thread; stopped (and its directory removed) on drop.
 struct TestDaemon {
     socket: String,
-    stop: cmd::StopHandle,
-    thread: Option<JoinHandle<()>>,
-    _dir: TempDir,
+    _d: cmd::TempDaemon,
 }
 
 impl TestDaemon {
     fn start() -> TestDaemon {
-        cmd::log::set_quiet(true);
-        let dir = TempDir::new();
-        let path = dir.0.join("cm.sock");
-        let mut d = cmd::Daemon::bind(cmd::DaemonConfig::default(), &path).unwrap();
-        let stop = d.stop_handle();
-        let thread = std::thread::spawn(move || d.run().unwrap());
+        let d = cmd::TempDaemon::start().unwrap();
         TestDaemon {
-            socket: path.to_str().unwrap().to_string(),
-            stop,
-            thread: Some(thread),
-            _dir: dir,
-        }
-    }
-}
-
-impl Drop for TestDaemon {
-    fn drop(&mut self) {
-        self.stop.stop();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            socket: d.socket().to_str().unwrap().to_string(),
+            _d: d,
         }
     }
 }

@@ -22,6 +22,8 @@ mod handle;
 pub mod log;
 mod server;
 mod session;
+mod temp;
 
 pub use config::DaemonConfig;
 pub use server::{Daemon, StopHandle};
+pub use temp::TempDaemon;

@@ -485,41 +485,6 @@ fn run_tcp(n: u64, size: usize) -> StdDuration {
     e
 }
 
-struct DaemonThread {
-    path: std::path::PathBuf,
-    dir: std::path::PathBuf,
-    stop: cmd::StopHandle,
-    t: Option<std::thread::JoinHandle<()>>,
-}
-
-impl DaemonThread {
-    fn start() -> DaemonThread {
-        cmd::log::set_quiet(true);
-        let dir = std::env::temp_dir().join(format!("cm-bench-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("cm.sock");
-        let mut d = cmd::Daemon::bind(cmd::DaemonConfig::default(), &path).unwrap();
-        let stop = d.stop_handle();
-        let t = std::thread::spawn(move || d.run().unwrap());
-        DaemonThread {
-            path,
-            dir,
-            stop,
-            t: Some(t),
-        }
-    }
-}
-
-impl Drop for DaemonThread {
-    fn drop(&mut self) {
-        self.stop.stop();
-        if let Some(t) = self.t.take() {
-            let _ = t.join();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 /// CPU time (user + system) of this whole process so far, all threads.
 fn cpu_time() -> StdDuration {
     let t = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
@@ -548,7 +513,7 @@ fn main() {
     };
     let n: u64 = if quick { 20_000 } else { 100_000 };
     let reps = if quick { 3 } else { 5 };
-    let daemon = DaemonThread::start();
+    let daemon = cmd::TempDaemon::start().expect("daemon starts");
     watchdog(StdDuration::from_secs(10));
     let variants: Vec<(&str, Option<(Api, bool)>)> = vec![
         ("raw-udp", None),
@@ -581,7 +546,7 @@ fn main() {
                     None => run_raw(n, size),
                     Some((api, dmn)) => {
                         let cm = if *dmn {
-                            Cm::connect(&daemon.path).unwrap()
+                            Cm::connect(daemon.socket()).unwrap()
                         } else {
                             Cm::embedded(Config::default()).unwrap()
                         };

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 static N: AtomicU32 = AtomicU32::new(0);
@@ -180,38 +179,20 @@ fn wait_limit(mut child: Child, limit: Duration) -> Output {
 /// temporary directory; stopped and removed on drop, whatever happened.
 pub struct Daemon {
     pub path: PathBuf,
-    stop: cmd::StopHandle,
-    thread: Option<JoinHandle<()>>,
-    _dir: TempDir,
+    _d: cmd::TempDaemon,
 }
 
 impl Daemon {
     pub fn start() -> Daemon {
-        cmd::log::set_quiet(true);
-        let dir = TempDir::new("daemon");
-        let path = dir.0.join("cm.sock");
-        let mut d = cmd::Daemon::bind(cmd::DaemonConfig::default(), &path).expect("daemon binds");
-        let stop = d.stop_handle();
-        let thread = std::thread::spawn(move || d.run().expect("daemon runs"));
+        let d = cmd::TempDaemon::start().expect("daemon starts");
         Daemon {
-            path,
-            stop,
-            thread: Some(thread),
-            _dir: dir,
+            path: d.socket().to_path_buf(),
+            _d: d,
         }
     }
 
     pub fn socket(&self) -> &str {
         self.path.to_str().expect("utf-8 temp path")
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.stop.stop();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

@@ -5,19 +5,13 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::thread::JoinHandle;
 
 use libcm::{Cm, Config};
 
-static N: AtomicU32 = AtomicU32::new(0);
-
-/// A daemon on a thread.
+/// A daemon on a thread (`cmd::TempDaemon`) with a client shortcut.
 pub struct TestDaemon {
     pub path: PathBuf,
-    dir: PathBuf,
-    stop: cmd::StopHandle,
-    thread: Option<JoinHandle<()>>,
+    _d: cmd::TempDaemon,
 }
 
 impl TestDaemon {
@@ -26,37 +20,15 @@ impl TestDaemon {
     }
 
     pub fn with_config(cfg: cmd::DaemonConfig) -> TestDaemon {
-        cmd::log::set_quiet(true);
-        let dir = std::env::temp_dir().join(format!(
-            "libcm-test-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let path = dir.join("cm.sock");
-        let mut d = cmd::Daemon::bind(cfg, &path).expect("daemon binds");
-        let stop = d.stop_handle();
-        let thread = std::thread::spawn(move || d.run().expect("daemon runs"));
+        let d = cmd::TempDaemon::with_config(cfg).expect("daemon starts");
         TestDaemon {
-            path,
-            dir,
-            stop,
-            thread: Some(thread),
+            path: d.socket().to_path_buf(),
+            _d: d,
         }
     }
 
     pub fn client(&self) -> Cm {
         Cm::connect(&self.path).expect("connect to daemon")
-    }
-}
-
-impl Drop for TestDaemon {
-    fn drop(&mut self) {
-        self.stop.stop();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
