@@ -74,6 +74,8 @@ pub(crate) struct Macroflow {
     pub in_flight: Bytes,
     /// Bytes granted and not yet notified.
     pub reserved: Bytes,
+    /// A request waited for window room since the last feedback.
+    pub window_blocked: bool,
     pub expiry: VecDeque<Expiry>,
     /// Last feedback, or the start of the current flight if none since.
     pub feedback_clock: Instant,
@@ -109,6 +111,7 @@ impl Macroflow {
             subscribers: Vec::new(),
             in_flight: Bytes::ZERO,
             reserved: Bytes::ZERO,
+            window_blocked: false,
             expiry: VecDeque::new(),
             feedback_clock: now,
             aging: None,

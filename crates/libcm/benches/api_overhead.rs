@@ -506,7 +506,12 @@ fn median(mut v: Vec<StdDuration>) -> StdDuration {
 fn main() {
     // `cargo bench` passes --bench; nothing else to parse.
     let quick = std::env::var_os("CM_BENCH_QUICK").is_some();
-    let sizes: &[usize] = if quick {
+    let only: Option<usize> = std::env::var("CM_BENCH_SIZE")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let sizes: &[usize] = if let Some(s) = only.as_ref() {
+        std::slice::from_ref(s)
+    } else if quick {
         &[1200]
     } else {
         &[64, 200, 400, 800, 1200, 1400]

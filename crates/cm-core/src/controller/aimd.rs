@@ -232,7 +232,7 @@ impl Controller for Aimd {
         }
         // Grow only when the window was in use (RFC 7661 §4.1 spirit): an
         // application-limited macroflow must not inflate a window it never tests.
-        let in_use = ev.in_flight_before.0.saturating_mul(2) >= self.cwnd.0;
+        let in_use = ev.window_limited || ev.in_flight_before.0.saturating_mul(2) >= self.cwnd.0;
         if !in_use {
             return;
         }

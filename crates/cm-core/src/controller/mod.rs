@@ -26,6 +26,12 @@ pub struct AckEvent {
     pub in_flight_before: Bytes,
     /// The macroflow's smoothed RTT after this feedback, if known.
     pub srtt: Option<Duration>,
+    /// Requests waited for window room since the last feedback: the window,
+    /// not the application, limited the macroflow (RFC 7661 §3's
+    /// "cwnd-limited"), whatever the bytes in flight. Grants reserve whole
+    /// MTUs, so a flow of small packets is held back by its grants long
+    /// before its bytes in flight fill the window.
+    pub window_limited: bool,
 }
 
 /// Why the window must shrink.
@@ -204,7 +210,14 @@ impl AckEvent {
             acked,
             in_flight_before,
             srtt,
+            window_limited: false,
         }
+    }
+
+    /// The same event, with whether requests waited for window room.
+    pub fn with_window_limited(mut self, limited: bool) -> Self {
+        self.window_limited = limited;
+        self
     }
 }
 

@@ -67,8 +67,10 @@ impl CongestionManager {
         m.aging = None;
         let srtt = m.rtt.srtt();
         if acked > Bytes::ZERO {
-            m.controller
-                .on_ack(&AckEvent::new(now, acked, in_flight_before, srtt));
+            m.controller.on_ack(
+                &AckEvent::new(now, acked, in_flight_before, srtt)
+                    .with_window_limited(std::mem::take(&mut m.window_blocked)),
+            );
         }
         let kind = match fb.loss {
             LossMode::None | LossMode::NotCongestion => None,

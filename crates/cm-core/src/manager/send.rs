@@ -131,6 +131,8 @@ impl CongestionManager {
             // stalling on a window that feedback no longer drains.
             let space = if open_loop { mtu } else { m.window_space() };
             if space < mtu {
+                // Demand is waiting on the window (RFC 7661 cwnd-limited).
+                m.window_blocked = true;
                 return;
             }
             let rate = m.shaping_rate();
