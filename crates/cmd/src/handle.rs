@@ -85,11 +85,10 @@ impl Daemon {
         self.cfg.share_across_users || owner == uid
     }
 
-    /// Apply one call from session `token`.
-    pub(crate) fn handle(&mut self, token: u64, m: ToDaemon) {
+    /// Apply one call from session `token`, at `now` (read once per frame).
+    pub(crate) fn handle(&mut self, now: cm_core::Instant, token: u64, m: ToDaemon) {
         let seq = seq_of(&m);
         let flow_raw = flow_of(&m);
-        let now = self.now();
         let Some(s) = self.sessions.get_mut(&token) else {
             return;
         };
@@ -110,7 +109,7 @@ impl Daemon {
         let client = match (&m, client) {
             (ToDaemon::Hello { version }, None) => {
                 let version = *version;
-                self.hello(token, version);
+                self.hello(now, token, version);
                 return;
             }
             (ToDaemon::Hello { .. }, Some(_)) => {
@@ -139,7 +138,7 @@ impl Daemon {
         }
         let reply: Result<Option<ToClient>, ErrorCode> = match m {
             ToDaemon::Hello { .. } => Ok(None),
-            ToDaemon::Open { seq, src, dst } => self.open(token, client, uid, seq, src, dst),
+            ToDaemon::Open { seq, src, dst } => self.open(now, token, client, uid, seq, src, dst),
             ToDaemon::Close { .. } => self
                 .core
                 .close(now, flow)
@@ -233,7 +232,7 @@ impl Daemon {
                 })
                 .map_err(|e| code_of(&e)),
             ToDaemon::SetMacroflow { seq, target, .. } => {
-                self.set_macroflow(uid, seq, flow, target)
+                self.set_macroflow(now, uid, seq, flow, target)
             }
             ToDaemon::SetWeight { weight, .. } => self
                 .core
@@ -262,12 +261,11 @@ impl Daemon {
         }
     }
 
-    fn hello(&mut self, token: u64, version: u8) {
+    fn hello(&mut self, now: cm_core::Instant, token: u64, version: u8) {
         if version != cm_ipc::VERSION {
             self.error(token, 0, 0, ErrorCode::UnsupportedVersion);
             return;
         }
-        let now = self.now();
         let c = match self.core.register_client(now) {
             Ok(c) => c,
             Err(_) => {
@@ -289,8 +287,10 @@ impl Daemon {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn open(
         &mut self,
+        now: cm_core::Instant,
         token: u64,
         client: cm_core::ClientId,
         uid: u32,
@@ -305,7 +305,6 @@ impl Daemon {
         let mut p = OpenParams::to(dst);
         p.src = src;
         p.partition = self.partition(uid);
-        let now = self.now();
         let f = self.core.open(now, client, p).map_err(|e| code_of(&e))?;
         self.owner.insert(f.to_u64(), token);
         if let Some(s) = self.sessions.get_mut(&token) {
@@ -319,6 +318,7 @@ impl Daemon {
 
     fn set_macroflow(
         &mut self,
+        now: cm_core::Instant,
         uid: u32,
         seq: u32,
         flow: FlowId,
@@ -331,7 +331,6 @@ impl Daemon {
                 return Err(ErrorCode::UnknownMacroflow);
             }
         }
-        let now = self.now();
         let id = self
             .core
             .set_macroflow(now, flow, target)

@@ -462,8 +462,9 @@ impl Daemon {
     fn handle_frame(&mut self, token: u64, bytes: &[u8]) {
         let mut msgs: Vec<ToDaemon> = Vec::new();
         let decoded = cm_ipc::decode_frame_into(bytes, &mut msgs);
+        let now = self.now();
         for m in msgs {
-            self.handle(token, m);
+            self.handle(now, token, m);
         }
         if let Err(e) = decoded {
             if let Some(s) = self.sessions.get(&token) {

@@ -43,36 +43,34 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 const W: u64 = 64;
 const ACK: usize = 8;
 /// What the running variant is doing, for the watchdog: [variant index,
-/// acked, queued/requested, sent, loop turns].
-static DIAG: [std::sync::atomic::AtomicU64; 5] =
-    [const { std::sync::atomic::AtomicU64::new(0) }; 5];
+/// acked, queued/requested, sent].
+static DIAG: [std::sync::atomic::AtomicU64; 4] =
+    [const { std::sync::atomic::AtomicU64::new(0) }; 4];
 
 fn diag(i: usize, v: u64) {
     DIAG[i].store(v, Ordering::Relaxed);
 }
 
-/// Abort with the diagnostics if one run takes longer than `limit`: a hung
-/// benchmark must fail loudly, never stall CI.
+/// Abort with the diagnostics if a run acknowledges nothing for `limit`: a
+/// hung benchmark must fail loudly, never stall CI.
 fn watchdog(limit: StdDuration) {
     std::thread::spawn(move || {
         let mut last = u64::MAX;
         let mut since = Instant::now();
         loop {
             std::thread::sleep(StdDuration::from_millis(500));
-            let turns = DIAG[4].load(Ordering::Relaxed) ^ (DIAG[1].load(Ordering::Relaxed) << 32);
             let progress = DIAG[1].load(Ordering::Relaxed);
             if progress != last {
                 last = progress;
                 since = Instant::now();
             } else if since.elapsed() > limit {
                 eprintln!(
-                    "watchdog: no progress for {:?}: variant {} acked {} queued {} sent {} turns {}",
+                    "watchdog: no progress for {:?}: variant {} acked {} queued {} sent {}",
                     limit,
                     DIAG[0].load(Ordering::Relaxed),
                     DIAG[1].load(Ordering::Relaxed),
                     DIAG[2].load(Ordering::Relaxed),
                     DIAG[3].load(Ordering::Relaxed),
-                    turns
                 );
                 std::process::exit(3);
             }
@@ -255,7 +253,6 @@ fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
             diag(1, acked);
             diag(2, queued);
             diag(3, cm.buffered_sent(flow).unwrap());
-            diag(4, DIAG[4].load(Ordering::Relaxed) + 1);
             let mut got = 0;
             let mut fbs = Vec::new();
             drain_acks(&ack_sock, |seq| {
@@ -371,7 +368,6 @@ fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
         diag(1, acked);
         diag(2, requested);
         diag(3, st.borrow().next);
-        diag(4, DIAG[4].load(Ordering::Relaxed) + 1);
         fbs.clear();
         {
             let s = st.borrow();

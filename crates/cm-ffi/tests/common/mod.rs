@@ -197,7 +197,9 @@ impl Daemon {
 }
 
 /// The `cmd` binary as a separate process (`cmd --socket PATH`), killed on
-/// drop. `None` when the binary has not been built in this profile directory.
+/// drop. Panics when the binary is not built in this profile directory:
+/// `cargo test --workspace` builds it (the `cmd` package's own tests need
+/// it); alone, run `cargo build -p cmd` first.
 pub struct DaemonProcess {
     pub path: PathBuf,
     child: Child,
@@ -205,11 +207,13 @@ pub struct DaemonProcess {
 }
 
 impl DaemonProcess {
-    pub fn start() -> Option<DaemonProcess> {
+    pub fn start() -> DaemonProcess {
         let bin = profile_dir().join("cmd");
-        if !bin.exists() {
-            return None;
-        }
+        assert!(
+            bin.exists(),
+            "no cmd binary at {} (cargo build -p cmd, or test the workspace)",
+            bin.display()
+        );
         let dir = TempDir::new("cmd");
         let path = dir.0.join("cm.sock");
         let child = Command::new(&bin)
@@ -229,7 +233,7 @@ impl DaemonProcess {
             assert!(Instant::now() < end, "cmd did not create its socket");
             std::thread::sleep(Duration::from_millis(10));
         }
-        Some(d)
+        d
     }
 
     pub fn socket(&self) -> &str {

@@ -201,10 +201,26 @@ impl DaemonConn {
             seqs.push(s);
             self.push(&make(i, s))?;
         }
+        self.wait_replies(&seqs)
+    }
+
+    /// One call with a reply (a refusal is an error).
+    pub(crate) fn call(&mut self, make: impl FnOnce(u32) -> ToDaemon) -> Result<ToClient, CmError> {
+        let seq = self.seq();
+        self.push(&make(seq))?;
+        match self.wait_replies(&[seq])?.pop() {
+            Some(ToClient::Error { code, .. }) => Err(CmError::Daemon(code)),
+            Some(reply) => Ok(reply),
+            None => Err(CmError::Disconnected),
+        }
+    }
+
+    /// Flush, then wait for one reply per `seq`, returned in `seqs` order.
+    fn wait_replies(&mut self, seqs: &[u32]) -> Result<Vec<ToClient>, CmError> {
         self.flush()?;
-        let mut replies: Vec<Option<ToClient>> = vec![None; n];
+        let mut replies: Vec<Option<ToClient>> = vec![None; seqs.len()];
         let mut got = 0;
-        while got < n {
+        while got < seqs.len() {
             let mut i = 0;
             while i < self.inbox.len() {
                 let seq = reply_seq(&self.inbox[i]);
@@ -216,7 +232,7 @@ impl DaemonConn {
                     _ => i += 1,
                 }
             }
-            if got < n {
+            if got < seqs.len() {
                 self.block(None)?;
             }
         }
@@ -224,20 +240,6 @@ impl DaemonConn {
             .into_iter()
             .map(|r| r.ok_or(CmError::Disconnected))
             .collect()
-    }
-
-    /// One call with a reply.
-    pub(crate) fn call(&mut self, make: impl FnOnce(u32) -> ToDaemon) -> Result<ToClient, CmError> {
-        let mut make = Some(make);
-        let mut r = self.call_many(1, |_, s| match make.take() {
-            Some(f) => f(s),
-            None => ToDaemon::Ping { seq: s },
-        })?;
-        let reply = r.pop().ok_or(CmError::Disconnected)?;
-        match reply {
-            ToClient::Error { code, .. } => Err(CmError::Daemon(code)),
-            other => Ok(other),
-        }
     }
 
     /// A `Stat`-shaped call: collect replies up to its `StatEnd`.
