@@ -1,0 +1,3 @@
+//! # cm-netem: emulated network paths between network namespaces
+//!
+//! (Skeleton; being built.)

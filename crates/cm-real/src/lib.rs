@@ -1,0 +1,3 @@
+//! # cm-real: the CM papers' experiments on real (emulated) networks
+//!
+//! (Skeleton; being built.)

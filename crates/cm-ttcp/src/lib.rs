@@ -1,0 +1,3 @@
+//! # cm-ttcp: bulk transfers over real sockets, TCP/CM and Linux TCP
+//!
+//! (Skeleton; being built.)
