@@ -53,6 +53,7 @@
 mod api;
 mod backend;
 mod buffered;
+pub mod ccudp;
 mod clock;
 mod dispatch;
 mod error;
@@ -64,6 +65,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 
 pub use buffered::DEFAULT_QUEUE_BYTES;
+pub use ccudp::CcUdpSocket;
 pub use cm_core::{
     Bytes, Config, Duration, Feedback, FlowId, LossMode, MacroflowId, PathEstimate, Rate,
     Thresholds,

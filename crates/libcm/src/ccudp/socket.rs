@@ -1,0 +1,595 @@
+//! [`CcUdpSocket`]: a connected UDP socket whose output the CM paces and
+//! whose acknowledgements feed `cm_update` (cm-implementation-linux §3.3).
+
+use std::cell::{RefCell, RefMut};
+use std::collections::VecDeque;
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::rc::Rc;
+use std::time::{Duration as StdDuration, Instant as StdInstant};
+
+use cm_core::{FlowId, Instant, PathEstimate};
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+
+use super::feedback::Accounting;
+use super::receiver::{AckState, Arrival};
+use super::wire::{self, DATA_HEADER_LEN, DataHeader, Packet};
+use crate::{Cm, CmError, Mode};
+
+/// A [`Cm`] shared by the sockets and flows of one thread.
+pub type SharedCm = Rc<RefCell<Cm>>;
+
+/// Datagrams read from the socket per [`CcUdpSocket::drive`], at most.
+const READ_BATCH: usize = 256;
+/// Default number of received payloads held for [`CcUdpSocket::recv`].
+pub const DEFAULT_RECV_QUEUE: usize = 1024;
+
+/// Counters of one [`CcUdpSocket`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CcUdpStats {
+    /// Data datagrams that left the socket.
+    pub sent: u64,
+    /// Of those, acknowledged as received.
+    pub acked: u64,
+    /// Of those, declared lost (transient or timeout).
+    pub lost: u64,
+    /// Declared lost, then acknowledged after all.
+    pub spurious: u64,
+    /// Retransmission timeouts (persistent congestion reported).
+    pub timeouts: u64,
+    /// Datagrams queued in the CM, not yet sent.
+    pub queued: u64,
+    /// Bytes (headers included) queued in the CM.
+    pub queued_bytes: u64,
+    /// Data datagrams sent and not yet resolved.
+    pub in_flight: u64,
+    /// Payloads received from the peer (delivered or waiting in the queue).
+    pub received: u64,
+    /// Duplicate data datagrams dropped.
+    pub duplicates: u64,
+    /// Data dropped because the receive queue was full (not acknowledged,
+    /// so the peer sees it as a loss).
+    pub recv_queue_drops: u64,
+    /// Datagrams that were not CC-UDP (no header, bad magic, version or
+    /// kind, inconsistent ack), dropped.
+    pub malformed: u64,
+    /// Acks that belong to another session or acknowledge what was never
+    /// sent, ignored.
+    pub foreign_acks: u64,
+    /// Acks sent.
+    pub acks_sent: u64,
+    /// Acks received.
+    pub acks_received: u64,
+    /// Acks the kernel would not take (dropped; the next one covers them).
+    pub acks_dropped: u64,
+    /// ICMP errors reported on the socket (e.g. port unreachable).
+    pub icmp_errors: u64,
+}
+
+/// The connection to the peer.
+#[derive(Debug)]
+struct Peer {
+    addr: SocketAddr,
+    flow: FlowId,
+    session: u16,
+    acct: Accounting,
+}
+
+/// A congestion-controlled, connected UDP socket (see the module docs).
+#[derive(Debug)]
+pub struct CcUdpSocket {
+    cm: SharedCm,
+    sock: UdpSocket,
+    peer: Option<Peer>,
+    nonblocking: bool,
+    read_timeout: Option<StdDuration>,
+    write_timeout: Option<StdDuration>,
+    epoch: StdInstant,
+    rx: AckState,
+    inbox: VecDeque<Vec<u8>>,
+    inbox_limit: usize,
+    stats: CcUdpStats,
+    buf: Vec<u8>,
+    pkt: Vec<u8>,
+}
+
+fn cm_err(e: CmError) -> io::Error {
+    match e {
+        CmError::Io(e) => e,
+        CmError::QueueFull(_) => io::Error::new(io::ErrorKind::WouldBlock, e),
+        e => io::Error::other(e),
+    }
+}
+
+fn not_connected() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotConnected,
+        "CcUdpSocket is not connected",
+    )
+}
+
+impl CcUdpSocket {
+    /// A socket bound to `addr`, using `cm` for congestion control. Connect
+    /// it before sending or receiving.
+    pub fn bind(cm: &SharedCm, addr: impl ToSocketAddrs) -> io::Result<CcUdpSocket> {
+        let sock = UdpSocket::bind(addr)?;
+        // Always non-blocking underneath: blocking calls wait in `poll`
+        // so that they can drive the CM and the ack timer meanwhile.
+        sock.set_nonblocking(true)?;
+        Ok(CcUdpSocket {
+            cm: Rc::clone(cm),
+            sock,
+            peer: None,
+            nonblocking: false,
+            read_timeout: None,
+            write_timeout: None,
+            epoch: StdInstant::now(),
+            rx: AckState::default(),
+            inbox: VecDeque::new(),
+            inbox_limit: DEFAULT_RECV_QUEUE,
+            stats: CcUdpStats::default(),
+            buf: vec![0; 65536],
+            pkt: Vec::new(),
+        })
+    }
+
+    /// [`CcUdpSocket::bind`] to `local` and [`CcUdpSocket::connect`] to
+    /// `remote`.
+    pub fn open(
+        cm: &SharedCm,
+        local: impl ToSocketAddrs,
+        remote: impl ToSocketAddrs,
+    ) -> io::Result<CcUdpSocket> {
+        let mut s = CcUdpSocket::bind(cm, local)?;
+        s.connect(remote)?;
+        Ok(s)
+    }
+
+    /// Connect to `addr`: only its datagrams are received, and a CM flow
+    /// (in the macroflow of `addr`'s host) paces what is sent. Connecting
+    /// again closes the old flow, dropping what it still had queued.
+    pub fn connect(&mut self, addr: impl ToSocketAddrs) -> io::Result<()> {
+        self.sock.connect(addr)?;
+        let addr = self.sock.peer_addr()?;
+        let clone = self.sock.try_clone()?;
+        let cm_rc = Rc::clone(&self.cm);
+        let mut cm = borrow(&cm_rc)?;
+        if let Some(old) = self.peer.take() {
+            cm.close(old.flow).map_err(cm_err)?;
+        }
+        let flow = cm.open_buffered(clone, addr).map_err(cm_err)?;
+        self.peer = Some(Peer {
+            addr,
+            flow,
+            session: random_session(),
+            acct: Accounting::new(),
+        });
+        self.rx = AckState::default();
+        self.inbox.clear();
+        Ok(())
+    }
+
+    /// The CM flow of this socket (for [`Cm::set_weight`], [`Cm::thresh`]
+    /// and the like).
+    pub fn flow(&self) -> Option<FlowId> {
+        self.peer.as_ref().map(|p| p.flow)
+    }
+
+    /// The [`Cm`] this socket uses.
+    pub fn cm(&self) -> &SharedCm {
+        &self.cm
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.local_addr()
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.peer.as_ref().map(|p| p.addr).ok_or_else(not_connected)
+    }
+
+    /// In non-blocking mode `send` with a full queue and `recv` with
+    /// nothing received return [`io::ErrorKind::WouldBlock`]; in blocking
+    /// mode (the default) they wait, driving the CM and the acks.
+    pub fn set_nonblocking(&mut self, on: bool) -> io::Result<()> {
+        self.nonblocking = on;
+        Ok(())
+    }
+
+    /// How long a blocking `recv` waits (`None`: for ever); after it,
+    /// [`io::ErrorKind::WouldBlock`] as from `std`'s sockets.
+    pub fn set_read_timeout(&mut self, t: Option<StdDuration>) -> io::Result<()> {
+        self.read_timeout = t;
+        Ok(())
+    }
+
+    /// How long a blocking `send` waits for queue space (`None`: for ever).
+    pub fn set_write_timeout(&mut self, t: Option<StdDuration>) -> io::Result<()> {
+        self.write_timeout = t;
+        Ok(())
+    }
+
+    /// Cap on bytes (headers included) waiting in the CM's queue for this
+    /// socket (libcm's default: [`crate::DEFAULT_QUEUE_BYTES`]).
+    pub fn set_send_queue_limit(&mut self, bytes: usize) -> io::Result<()> {
+        let flow = self.peer.as_ref().ok_or_else(not_connected)?.flow;
+        borrow(&self.cm)?
+            .set_queue_limit(flow, bytes)
+            .map_err(cm_err)
+    }
+
+    /// Cap on received payloads waiting for `recv` (default
+    /// [`DEFAULT_RECV_QUEUE`]); beyond it data is dropped unacknowledged.
+    pub fn set_recv_queue_limit(&mut self, datagrams: usize) {
+        self.inbox_limit = datagrams.max(1);
+    }
+
+    /// The largest payload `send` accepts: the flow's MTU less the header.
+    pub fn max_payload(&self) -> io::Result<usize> {
+        let flow = self.peer.as_ref().ok_or_else(not_connected)?.flow;
+        let mtu = borrow(&self.cm)?.mtu(flow).map_err(cm_err)?;
+        Ok((mtu as usize).saturating_sub(DATA_HEADER_LEN))
+    }
+
+    fn now(&self) -> (Instant, u32) {
+        let us = u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX);
+        (Instant::from_micros(us), us as u32)
+    }
+
+    fn to_core(&self, t: StdInstant) -> Instant {
+        let us = t.saturating_duration_since(self.epoch).as_micros();
+        Instant::from_micros(u64::try_from(us).unwrap_or(u64::MAX))
+    }
+
+    /// Queue one datagram for the peer; the CM sends it when the
+    /// macroflow's window and rate allow. Returns `buf.len()`. A payload
+    /// over [`CcUdpSocket::max_payload`] is refused (`InvalidInput`); a full
+    /// queue is [`io::ErrorKind::WouldBlock`] in non-blocking mode and a
+    /// wait (driving the CM) in blocking mode.
+    pub fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let deadline = self.write_timeout.map(|t| StdInstant::now() + t);
+        let cm_rc = Rc::clone(&self.cm);
+        let mut cm = borrow(&cm_rc)?;
+        let (flow, session, seq) = match &self.peer {
+            Some(p) => (p.flow, p.session, p.acct.next_seq()),
+            None => return Err(not_connected()),
+        };
+        let max = (cm.mtu(flow).map_err(cm_err)? as usize).saturating_sub(DATA_HEADER_LEN);
+        if buf.len() > max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("payload of {} bytes over the {max}-byte limit", buf.len()),
+            ));
+        }
+        let (_, ts) = self.now();
+        DataHeader { session, seq, ts }.encode(buf, &mut self.pkt);
+        let mut retried = false;
+        loop {
+            match cm.send(flow, &self.pkt) {
+                Ok(()) => {
+                    if let Some(p) = &mut self.peer {
+                        p.acct.on_queued(self.pkt.len());
+                    }
+                    self.drive_with(&mut cm)?;
+                    return Ok(buf.len());
+                }
+                Err(CmError::QueueFull(_)) => {
+                    if !retried {
+                        // Serving grants may have made room.
+                        retried = true;
+                        self.drive_with(&mut cm)?;
+                        continue;
+                    }
+                    if self.nonblocking {
+                        return Err(io::Error::new(
+                            io::ErrorKind::WouldBlock,
+                            "CC-UDP send queue full",
+                        ));
+                    }
+                    if deadline.is_some_and(|d| StdInstant::now() >= d) {
+                        return Err(io::Error::new(
+                            io::ErrorKind::WouldBlock,
+                            "CC-UDP send timed out",
+                        ));
+                    }
+                    self.wait_with(&mut cm, deadline)?;
+                    self.drive_with(&mut cm)?;
+                }
+                Err(e) => return Err(cm_err(e)),
+            }
+        }
+    }
+
+    /// The next payload from the peer, copied into `buf` (truncated if
+    /// longer, as UDP does). Returns its length as copied. Blocks (driving
+    /// the CM) unless non-blocking.
+    pub fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let deadline = self.read_timeout.map(|t| StdInstant::now() + t);
+        if self.peer.is_none() {
+            return Err(not_connected());
+        }
+        let cm_rc = Rc::clone(&self.cm);
+        let mut cm = borrow(&cm_rc)?;
+        loop {
+            if self.inbox.is_empty() {
+                self.drive_with(&mut cm)?;
+            }
+            if let Some(d) = self.inbox.pop_front() {
+                let n = d.len().min(buf.len());
+                buf[..n].copy_from_slice(&d[..n]);
+                return Ok(n);
+            }
+            if self.nonblocking || deadline.is_some_and(|d| StdInstant::now() >= d) {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "no CC-UDP datagram ready",
+                ));
+            }
+            self.wait_with(&mut cm, deadline)?;
+        }
+    }
+
+    /// Make progress without blocking: read acks and data, send acks,
+    /// serve the CM's grants (send queued datagrams), report feedback and
+    /// timeouts with `cm_update`. An application that only sends
+    /// (non-blocking) must call this from its loop, e.g. when the socket's
+    /// descriptor is readable or [`CcUdpSocket::next_timeout`] has passed.
+    pub fn drive(&mut self) -> io::Result<()> {
+        let cm_rc = Rc::clone(&self.cm);
+        let mut cm = borrow(&cm_rc)?;
+        self.drive_with(&mut cm)
+    }
+
+    /// Block until everything queued has left the socket, or `timeout`.
+    /// Returns whether the queue is empty.
+    pub fn flush(&mut self, timeout: Option<StdDuration>) -> io::Result<bool> {
+        let deadline = timeout.map(|t| StdInstant::now() + t);
+        let cm_rc = Rc::clone(&self.cm);
+        let mut cm = borrow(&cm_rc)?;
+        let flow = self.peer.as_ref().ok_or_else(not_connected)?.flow;
+        loop {
+            self.drive_with(&mut cm)?;
+            if cm.backlog(flow).map_err(cm_err)? == 0 {
+                return Ok(true);
+            }
+            if deadline.is_some_and(|d| StdInstant::now() >= d) {
+                return Ok(false);
+            }
+            self.wait_with(&mut cm, deadline)?;
+        }
+    }
+
+    /// How long the application may wait (on this socket's descriptor,
+    /// and in daemon mode also on [`Cm::pollable_fd`]) before it must call
+    /// [`CcUdpSocket::drive`]: the sooner of the CM's next timer and this
+    /// socket's loss timeout. `None`: no timer is running.
+    pub fn next_timeout(&mut self) -> io::Result<Option<StdDuration>> {
+        let cm_rc = Rc::clone(&self.cm);
+        let mut cm = borrow(&cm_rc)?;
+        Ok(self.timeout_with(&mut cm))
+    }
+
+    /// `cm_query` for this socket's flow: its share of the path's rate,
+    /// the macroflow's smoothed RTT and loss rate.
+    pub fn estimate(&self) -> io::Result<PathEstimate> {
+        let flow = self.peer.as_ref().ok_or_else(not_connected)?.flow;
+        borrow(&self.cm)?.query(flow).map_err(cm_err)
+    }
+
+    /// The socket's counters.
+    pub fn stats(&self) -> CcUdpStats {
+        let mut s = self.stats;
+        s.duplicates = self.rx.duplicates;
+        if let Some(p) = &self.peer {
+            let c = p.acct.counters;
+            (s.acked, s.lost, s.spurious, s.timeouts) = (c.acked, c.lost, c.spurious, c.timeouts);
+            s.foreign_acks += c.bogus_acks;
+            s.in_flight = p.acct.in_flight_bytes().1;
+            if let Ok(cm) = self.cm.try_borrow() {
+                s.sent = cm.buffered_sent(p.flow).unwrap_or(0);
+                s.queued_bytes = cm.backlog(p.flow).map_or(0, |b| b as u64);
+            } else {
+                s.sent = p.acct.departed();
+            }
+            s.queued = p.acct.next_seq().saturating_sub(s.sent);
+        }
+        s
+    }
+
+    // ---- the engine ------------------------------------------------------
+
+    fn drive_with(&mut self, cm: &mut Cm) -> io::Result<()> {
+        self.sync_departures(cm);
+        self.read_all(cm)?;
+        // Serve grants (of every buffered flow of this Cm) without taking
+        // other flows' events from the application.
+        match cm.poll_event() {
+            Ok(Some(ev)) => cm.events.push_front(ev),
+            Ok(None) => {}
+            Err(e) => return Err(cm_err(e)),
+        }
+        self.sync_departures(cm);
+        let (now, _) = self.now();
+        if let Some(p) = &mut self.peer {
+            if let Some(fb) = p.acct.handle_timeout(now) {
+                cm.update(p.flow, fb).map_err(cm_err)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Tell the accounting which queued datagrams left the socket, and when.
+    fn sync_departures(&mut self, cm: &Cm) {
+        let Some(p) = &self.peer else { return };
+        let flow = p.flow;
+        let Ok(sent) = cm.buffered_sent(flow) else {
+            return;
+        };
+        let (now, _) = self.now();
+        let mut seq = p.acct.departed();
+        while seq < sent {
+            let at = cm.buffered_send_time(flow, seq).map_or(now, |t| self.to_core(t));
+            if let Some(p) = &mut self.peer {
+                p.acct.on_departed(at);
+            }
+            seq += 1;
+        }
+    }
+
+    /// Read what the kernel holds (a batch at most), handling acks and
+    /// data; acknowledge what arrived.
+    fn read_all(&mut self, cm: &mut Cm) -> io::Result<()> {
+        for _ in 0..READ_BATCH {
+            let n = match self.sock.recv(&mut self.buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                    self.stats.icmp_errors += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let (now, now_ts) = self.now();
+            match wire::decode(&self.buf[..n]) {
+                Err(_) => self.stats.malformed += 1,
+                Ok(Packet::Ack(ack)) => {
+                    self.stats.acks_received += 1;
+                    let Some(p) = &mut self.peer else { continue };
+                    if ack.session != p.session {
+                        self.stats.foreign_acks += 1;
+                        continue;
+                    }
+                    if let Some(fb) = p.acct.on_ack(now, now_ts, &ack) {
+                        cm.update(p.flow, fb).map_err(cm_err)?;
+                    }
+                }
+                Ok(Packet::Data { header, payload }) => {
+                    if self.inbox.len() >= self.inbox_limit {
+                        self.stats.recv_queue_drops += 1;
+                        continue;
+                    }
+                    if self.rx.on_data(&header, n, now) == Arrival::New {
+                        self.inbox.push_back(payload.to_vec());
+                        self.stats.received += 1;
+                    }
+                    if self.rx.ack_due() {
+                        self.send_ack(now);
+                    }
+                }
+            }
+        }
+        let (now, _) = self.now();
+        self.send_ack(now);
+        Ok(())
+    }
+
+    fn send_ack(&mut self, now: Instant) {
+        let Some(ack) = self.rx.take_ack(now) else {
+            return;
+        };
+        match self.sock.send(&ack.encode()) {
+            Ok(_) => self.stats.acks_sent += 1,
+            // Acks are cumulative: a dropped one is covered by the next.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                self.stats.icmp_errors += 1;
+                self.stats.acks_dropped += 1;
+            }
+            Err(_) => self.stats.acks_dropped += 1,
+        }
+    }
+
+    fn timeout_with(&mut self, cm: &mut Cm) -> Option<StdDuration> {
+        // Events of other flows wait for the application; they must not
+        // make this socket spin.
+        let others = std::mem::take(&mut cm.events);
+        let cm_t = cm.next_timeout();
+        let fresh = std::mem::replace(&mut cm.events, others);
+        cm.events.extend(fresh);
+        let (now, _) = self.now();
+        let ack_t = self
+            .peer
+            .as_ref()
+            .and_then(|p| p.acct.poll_timeout())
+            .map(|t| StdDuration::from_micros(t.saturating_since(now).as_micros()));
+        match (cm_t, ack_t) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Sleep until the socket is readable, the CM may have work, a timer
+    /// is due, or `deadline`.
+    fn wait_with(&mut self, cm: &mut Cm, deadline: Option<StdInstant>) -> io::Result<()> {
+        let mut t = self.timeout_with(cm);
+        if let Some(d) = deadline {
+            let left = d.saturating_duration_since(StdInstant::now());
+            t = Some(t.map_or(left, |x| x.min(left)));
+        }
+        if t == Some(StdDuration::ZERO) {
+            return Ok(());
+        }
+        let ts = t.map(|d| Timespec {
+            tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(d.subsec_nanos()),
+        });
+        let mode = cm.mode();
+        let sock_fd = self.sock.as_fd();
+        let r = if mode == Mode::Daemon {
+            let cm_fd = cm.pollable_fd().map_err(cm_err)?;
+            let mut fds = [
+                PollFd::new(&sock_fd, PollFlags::IN),
+                PollFd::new(&cm_fd, PollFlags::IN),
+            ];
+            poll(&mut fds, ts.as_ref())
+        } else {
+            let mut fds = [PollFd::new(&sock_fd, PollFlags::IN)];
+            poll(&mut fds, ts.as_ref())
+        };
+        match r {
+            Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl Drop for CcUdpSocket {
+    /// Closes the CM flow; datagrams still queued in the CM are discarded
+    /// (call [`CcUdpSocket::flush`] first to send them).
+    fn drop(&mut self) {
+        if let (Some(p), Ok(mut cm)) = (&self.peer, self.cm.try_borrow_mut()) {
+            let _ = cm.close(p.flow);
+        }
+    }
+}
+
+impl AsFd for CcUdpSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.sock.as_fd()
+    }
+}
+
+impl AsRawFd for CcUdpSocket {
+    fn as_raw_fd(&self) -> RawFd {
+        self.sock.as_raw_fd()
+    }
+}
+
+fn borrow(cm: &SharedCm) -> io::Result<RefMut<'_, Cm>> {
+    cm.try_borrow_mut().map_err(|_| {
+        io::Error::other("the Cm is in use (a CcUdpSocket called from inside a Cm callback?)")
+    })
+}
+
+/// A session id nobody can predict across runs (std's hasher keys are
+/// random per process and per `RandomState`).
+fn random_session() -> u16 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(StdInstant::now().elapsed().as_nanos());
+    h.finish() as u16
+}
