@@ -1,0 +1,122 @@
+//! Network namespaces: running `ip`/`tc`, entering a namespace, sweeping leftovers.
+
+use std::fs::File;
+use std::path::Path as FsPath;
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+/// Prefix of every namespace this crate creates: `cmn<pid>x<k>-<node>`.
+pub const NS_PREFIX: &str = "cmn";
+
+/// Where `ip netns` keeps its namespace handles.
+pub const NETNS_DIR: &str = "/run/netns";
+
+/// Run a program to completion; the error carries the command line and its stderr.
+pub(crate) fn run(program: &str, args: &[&str]) -> Result<String> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {program} (is iproute2 installed?)"))?;
+    if !out.status.success() {
+        bail!(
+            "`{} {}` failed ({}): {}",
+            program,
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Move the calling thread into the network namespace `name` (from `/run/netns`).
+pub(crate) fn enter(name: &str) -> Result<()> {
+    let f = open_ns(name)?;
+    enter_fd(&f).with_context(|| format!("setns into network namespace {name}"))
+}
+
+/// Open the handle of namespace `name`.
+pub(crate) fn open_ns(name: &str) -> Result<File> {
+    File::open(FsPath::new(NETNS_DIR).join(name))
+        .with_context(|| format!("open network namespace {name}"))
+}
+
+/// Move the calling thread into the network namespace behind `f`.
+pub(crate) fn enter_fd(f: &File) -> std::io::Result<()> {
+    use std::os::fd::AsFd;
+    rustix::thread::move_into_link_name_space(
+        f.as_fd(),
+        Some(rustix::thread::LinkNameSpaceType::Network),
+    )
+    .map_err(std::io::Error::from)
+}
+
+/// Write a sysctl (`net.ipv4.ip_forward` style key) for the calling thread's netns.
+pub(crate) fn write_sysctl(key: &str, value: &str) -> Result<()> {
+    let path = format!("/proc/sys/{}", key.replace('.', "/"));
+    std::fs::write(&path, value).with_context(|| format!("sysctl {key}={value}"))
+}
+
+/// The namespaces currently listed in `/run/netns`.
+pub fn list_namespaces() -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(NETNS_DIR) else {
+        return Vec::new();
+    };
+    let mut v: Vec<String> =
+        dir.filter_map(|e| e.ok()).filter_map(|e| e.file_name().into_string().ok()).collect();
+    v.sort();
+    v
+}
+
+/// The pid encoded in one of our namespace names, if it is one.
+pub(crate) fn owner_pid(ns: &str) -> Option<u32> {
+    let rest = ns.strip_prefix(NS_PREFIX)?;
+    let (pid, rest) = rest.split_once('x')?;
+    let (k, node) = rest.split_once('-')?;
+    if !matches!(node, "snd" | "rtr" | "rcv") || k.parse::<u32>().is_err() {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+fn pid_alive(pid: u32) -> bool {
+    FsPath::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Delete namespaces left behind by processes that no longer exist (e.g. a
+/// SIGKILLed `cm-netem up`). Namespaces of live processes are not touched.
+/// Returns the names it deleted.
+pub fn sweep_stale() -> Result<Vec<String>> {
+    let mut deleted = Vec::new();
+    let mut errors = Vec::new();
+    for ns in list_namespaces() {
+        let Some(pid) = owner_pid(&ns) else { continue };
+        if pid_alive(pid) {
+            continue;
+        }
+        match run("ip", &["netns", "del", &ns]) {
+            Ok(_) => deleted.push(ns),
+            Err(e) => errors.push(format!("{e:#}")),
+        }
+    }
+    if !errors.is_empty() {
+        bail!("sweeping stale namespaces: {}", errors.join("; "));
+    }
+    Ok(deleted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::owner_pid;
+
+    #[test]
+    fn names() {
+        assert_eq!(owner_pid("cmn1234x0-snd"), Some(1234));
+        assert_eq!(owner_pid("cmn1234x12-rcv"), Some(1234));
+        assert_eq!(owner_pid("cmn1234x0-foo"), None);
+        assert_eq!(owner_pid("other"), None);
+        assert_eq!(owner_pid("cmnx0-snd"), None);
+    }
+}
