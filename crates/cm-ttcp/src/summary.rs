@@ -1,0 +1,204 @@
+//! What a transfer reports: [`Summary`], serializable, with a one-line
+//! human form.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Which transport carries a transfer.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Transport {
+    /// TCP/CM: cm-transport's TCP over UDP, congestion control by the CM
+    /// (cm-implementation-linux §3.2).
+    TcpCm,
+    /// The kernel's TCP with the named congestion control (`reno`,
+    /// `cubic`, ...: `setsockopt(TCP_CONGESTION)`).
+    LinuxTcp {
+        /// The algorithm's name.
+        cc: String,
+    },
+}
+
+impl Transport {
+    /// Linux TCP with `cc`.
+    pub fn linux(cc: impl Into<String>) -> Transport {
+        Transport::LinuxTcp { cc: cc.into() }
+    }
+
+    /// A short name: `tcpcm`, `tcp-reno`, `tcp-cubic`, ...
+    pub fn name(&self) -> String {
+        match self {
+            Transport::TcpCm => "tcpcm".to_owned(),
+            Transport::LinuxTcp { cc } => format!("tcp-{cc}"),
+        }
+    }
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// Which end a summary describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The sending end.
+    Sender,
+    /// The receiving end.
+    Receiver,
+}
+
+/// One point of a transfer's progress.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProgressSample {
+    /// Seconds since the transfer started.
+    pub t: f64,
+    /// Bytes acknowledged by then (sender) or received (receiver).
+    pub bytes: u64,
+}
+
+/// TCP/CM details of a sender's summary.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpCmDetail {
+    /// The CM flow id.
+    pub flow: u64,
+    /// Its macroflow.
+    pub macroflow: u64,
+    /// The macroflow's congestion window (bytes) when the flow opened: a
+    /// macroflow that already learned the path starts later connections
+    /// above the initial window (cm-implementation-linux §4.3).
+    pub window_at_open: Option<u64>,
+    /// The TCP MSS (= the grant unit used).
+    pub mss: u32,
+    /// Segments sent (SYN, data, FIN, retransmissions).
+    pub segments_sent: u64,
+    /// Retransmission timeouts (including SYN timeouts).
+    pub timeouts: u64,
+    /// Fast retransmits.
+    pub fast_retransmits: u64,
+    /// Smoothed RTT at the end, seconds.
+    pub srtt_s: Option<f64>,
+    /// Grants answered with a segment.
+    pub grants: u64,
+    /// CM calls the CM refused (e.g. a notify after a grant expired).
+    pub cm_errors: u64,
+}
+
+/// What one transfer did, at one end.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The transport.
+    pub transport: Transport,
+    /// Which end.
+    pub role: Role,
+    /// Local address.
+    pub local: String,
+    /// Peer address.
+    pub peer: String,
+    /// Bytes transferred (sender: acknowledged; receiver: received in order).
+    pub bytes: u64,
+    /// Transfer time in seconds. Sender: from connection start (SYN sent /
+    /// `connect()` called) until every byte is acknowledged (TCP/CM:
+    /// data and FIN acknowledged; Linux TCP: the receiver closed after
+    /// reading everything). Receiver: from the SYN (TCP/CM) or `accept()`
+    /// (Linux TCP) until the FIN / EOF.
+    pub seconds: f64,
+    /// `bytes * 8 / seconds`.
+    pub throughput_bps: f64,
+    /// Retransmitted segments (TCP/CM: `TcpStats::retransmits`; Linux TCP:
+    /// `TCP_INFO` `tcpi_total_retrans`; receivers: duplicate segments seen).
+    pub retransmissions: u64,
+    /// CPU time (user + system) of the thread that ran the transfer while
+    /// it ran. With several concurrent TCP/CM transfers on one loop, each
+    /// reports the loop thread's CPU over its own lifetime (shared).
+    pub cpu_s: f64,
+    /// Start, seconds since [`crate::epoch`].
+    pub start_s: f64,
+    /// End, seconds since [`crate::epoch`].
+    pub end_s: f64,
+    /// Start, seconds since the Unix epoch.
+    pub start_unix_s: f64,
+    /// Whether the transfer finished (a receiver's summary of a connection
+    /// that never sent its FIN says `false`).
+    pub complete: bool,
+    /// Bytes over time (empty unless asked for).
+    pub progress: Vec<ProgressSample>,
+    /// TCP/CM sender details.
+    pub tcpcm: Option<TcpCmDetail>,
+}
+
+impl Summary {
+    /// Megabits per second.
+    pub fn mbit_s(&self) -> f64 {
+        self.throughput_bps / 1e6
+    }
+
+    /// CPU seconds per megabyte transferred.
+    pub fn cpu_per_mb(&self) -> f64 {
+        if self.bytes == 0 {
+            0.0
+        } else {
+            self.cpu_s / (self.bytes as f64 / 1e6)
+        }
+    }
+}
+
+/// `bytes` as `10.0 MB`, `512.0 kB` or `100 B` (decimal units, like ttcp).
+pub fn fmt_bytes(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1e9 {
+        format!("{:.2} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.1} kB", b / 1e3)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+/// A rate as `9.52 Mbit/s` (or kbit/s, Gbit/s).
+pub fn fmt_rate(bps: f64) -> String {
+    if bps >= 1e9 {
+        format!("{:.2} Gbit/s", bps / 1e9)
+    } else if bps >= 1e6 {
+        format!("{:.2} Mbit/s", bps / 1e6)
+    } else {
+        format!("{:.1} kbit/s", bps / 1e3)
+    }
+}
+
+impl fmt::Display for Summary {
+    /// `tcpcm 10.0 MB in 8.41 s = 9.52 Mbit/s, 3 retransmissions, cpu 0.21 s`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.role {
+            Role::Sender => "retransmissions",
+            Role::Receiver => "duplicates",
+        };
+        write!(
+            f,
+            "{} {} in {:.2} s = {}, {} {what}, cpu {:.2} s",
+            self.transport,
+            fmt_bytes(self.bytes),
+            self.seconds,
+            fmt_rate(self.throughput_bps),
+            self.retransmissions,
+            self.cpu_s,
+        )?;
+        if !self.complete {
+            f.write_str(" (incomplete)")?;
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn throughput(bytes: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        bytes as f64 * 8.0 / seconds
+    } else {
+        0.0
+    }
+}

@@ -1,0 +1,4 @@
+//! TCP/CM over UDP: the sender loop and the receiver.
+
+pub(crate) mod receiver;
+pub(crate) mod sender;

@@ -1,0 +1,283 @@
+//! The TCP/CM receiver: one UDP socket, connections demultiplexed by peer
+//! address, each a [`TcpReceiver`].
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use cm_transport::{Flags, TcpReceiver, TcpReceiverConfig, TcpSegment};
+use rustix::event::PollFlags;
+
+use crate::clock::{from_cm, secs, thread_cpu, to_cm, unix_now};
+use crate::error::{Result, TtcpError};
+use crate::net::{SOCKET_BUFFER, big_buffers, send_datagram_to, wait_fd};
+use crate::summary::{ProgressSample, Role, Summary, Transport, throughput};
+use crate::{ReceiverOptions, Until};
+
+/// A finished connection keeps answering retransmitted FINs this long.
+const KEEP_FINISHED: Duration = Duration::from_secs(10);
+
+struct RConn {
+    rx: TcpReceiver,
+    started: Instant,
+    start_unix: f64,
+    cpu0: Duration,
+    last: Instant,
+    /// When the last in-order byte (or the FIN) arrived.
+    end: Instant,
+    reported: bool,
+    next_sample: Option<Instant>,
+    samples: Vec<ProgressSample>,
+}
+
+pub(crate) struct UdpReceiver {
+    sock: UdpSocket,
+    local: SocketAddr,
+    opts: ReceiverOptions,
+    conns: HashMap<SocketAddr, RConn>,
+    buf: Vec<u8>,
+}
+
+impl UdpReceiver {
+    pub(crate) fn bind(addr: SocketAddr, opts: ReceiverOptions) -> Result<UdpReceiver> {
+        let sock = UdpSocket::bind(addr).map_err(|e| TtcpError::io(format!("bind {addr}"), e))?;
+        sock.set_nonblocking(true)
+            .map_err(|e| TtcpError::io("set non-blocking", e))?;
+        big_buffers(&sock, SOCKET_BUFFER);
+        let local = sock
+            .local_addr()
+            .map_err(|e| TtcpError::io("local address", e))?;
+        Ok(UdpReceiver {
+            sock,
+            local,
+            opts,
+            conns: HashMap::new(),
+            buf: Vec::with_capacity(128),
+        })
+    }
+
+    pub(crate) fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    fn summary(local: SocketAddr, peer: SocketAddr, c: &RConn, complete: bool) -> Summary {
+        let bytes = c.rx.bytes_delivered();
+        let seconds = c.end.saturating_duration_since(c.started).as_secs_f64();
+        Summary {
+            transport: Transport::TcpCm,
+            role: Role::Receiver,
+            local: local.to_string(),
+            peer: peer.to_string(),
+            bytes,
+            seconds,
+            throughput_bps: throughput(bytes, seconds),
+            retransmissions: c.rx.stats().duplicates,
+            cpu_s: thread_cpu().saturating_sub(c.cpu0).as_secs_f64(),
+            start_s: secs(c.started),
+            end_s: secs(c.end),
+            start_unix_s: c.start_unix,
+            complete,
+            progress: c.samples.clone(),
+            tcpcm: None,
+        }
+    }
+
+    fn new_conn(&self, now: Instant, seg: &TcpSegment) -> Result<RConn> {
+        let cfg = TcpReceiverConfig {
+            src_port: seg.dst_port,
+            dst_port: seg.src_port,
+            rcv_wnd: self.opts.rcv_wnd,
+            delayed_ack: self.opts.delayed_ack.map(|d| {
+                cm_core::Duration::from_micros(d.as_micros().try_into().unwrap_or(u64::MAX))
+            }),
+        };
+        let rx = TcpReceiver::new(cfg).map_err(|e| TtcpError::Invalid(format!("receiver: {e}")))?;
+        Ok(RConn {
+            rx,
+            started: now,
+            start_unix: unix_now(),
+            cpu0: thread_cpu(),
+            last: now,
+            end: now,
+            reported: false,
+            next_sample: self.opts.progress_interval.map(|d| now + d),
+            samples: Vec::new(),
+        })
+    }
+
+    pub(crate) fn serve(
+        &mut self,
+        until: &Until<'_>,
+        on_done: &mut dyn FnMut(&Summary),
+    ) -> Result<Vec<Summary>> {
+        let mut out = Vec::new();
+        let mut rbuf = vec![0u8; 65_536];
+        let mut linger_until: Option<Instant> = None;
+        loop {
+            let now = Instant::now();
+            if until.stopped(now) || linger_until.is_some_and(|t| now >= t) {
+                break;
+            }
+            if linger_until.is_none() && until.count.is_some_and(|n| out.len() >= n) {
+                // Answer retransmitted FINs a little longer.
+                linger_until = Some(now + Duration::from_millis(300));
+            }
+            // Receive everything waiting.
+            loop {
+                match self.sock.recv_from(&mut rbuf) {
+                    Ok((n, peer)) => {
+                        let Some(bytes) = rbuf.get(..n) else { continue };
+                        let Ok(seg) = TcpSegment::decode(bytes) else {
+                            continue;
+                        };
+                        self.on_segment(peer, &seg, &mut out, on_done)?;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::Interrupted | std::io::ErrorKind::ConnectionRefused
+                        ) => {}
+                    Err(e) => return Err(TtcpError::io("receive", e)),
+                }
+            }
+            self.timers(&mut out, on_done)?;
+            let mut wait = Duration::from_millis(50);
+            let now = Instant::now();
+            for c in self.conns.values() {
+                if let Some(t) = c.rx.poll_timeout() {
+                    wait = wait.min(from_cm(t).saturating_duration_since(now));
+                }
+                if let Some(t) = c.next_sample {
+                    wait = wait.min(t.saturating_duration_since(now));
+                }
+            }
+            if let Some(d) = until.deadline {
+                wait = wait.min(d.saturating_duration_since(now));
+            }
+            if !wait.is_zero() {
+                wait_fd(&self.sock, PollFlags::IN, wait)?;
+            }
+        }
+        // Connections cut short by the stop: incomplete summaries.
+        let peers: Vec<SocketAddr> = self.conns.keys().copied().collect();
+        for peer in peers {
+            if let Some(c) = self.conns.remove(&peer) {
+                if !c.reported && c.rx.bytes_delivered() > 0 {
+                    let s = Self::summary(self.local, peer, &c, false);
+                    on_done(&s);
+                    out.push(s);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn on_segment(
+        &mut self,
+        peer: SocketAddr,
+        seg: &TcpSegment,
+        out: &mut Vec<Summary>,
+        on_done: &mut dyn FnMut(&Summary),
+    ) -> Result<()> {
+        let now = Instant::now();
+        if seg.flags.contains(Flags::SYN) {
+            // A SYN from a peer whose connection finished (or got data and
+            // was abandoned) starts a new connection.
+            let stale = self
+                .conns
+                .get(&peer)
+                .is_some_and(|c| c.reported || c.rx.bytes_delivered() > 0);
+            if stale {
+                if let Some(old) = self.conns.remove(&peer) {
+                    if !old.reported {
+                        let s = Self::summary(self.local, peer, &old, false);
+                        on_done(&s);
+                        out.push(s);
+                    }
+                }
+            }
+            if !self.conns.contains_key(&peer) {
+                let c = self.new_conn(now, seg)?;
+                self.conns.insert(peer, c);
+            }
+        }
+        let Some(c) = self.conns.get_mut(&peer) else {
+            return Ok(());
+        };
+        let t = to_cm(now);
+        let before = c.rx.bytes_delivered();
+        c.rx.handle_segment(t, seg);
+        c.last = now;
+        if c.rx.bytes_delivered() > before {
+            c.end = now;
+        }
+        while let Some(ack) = c.rx.poll_transmit(t) {
+            self.buf.clear();
+            ack.encode(&mut self.buf);
+            send_datagram_to(&self.sock, &self.buf, peer)?;
+        }
+        if !c.reported && c.rx.fin_received() {
+            c.reported = true;
+            c.end = now;
+            if self.opts.progress_interval.is_some() {
+                c.samples.push(ProgressSample {
+                    t: now.saturating_duration_since(c.started).as_secs_f64(),
+                    bytes: c.rx.bytes_delivered(),
+                });
+            }
+            let s = Self::summary(self.local, peer, c, true);
+            on_done(&s);
+            out.push(s);
+        }
+        Ok(())
+    }
+
+    /// Delayed-ACK timers, progress samples, forgetting old connections.
+    fn timers(&mut self, out: &mut Vec<Summary>, on_done: &mut dyn FnMut(&Summary)) -> Result<()> {
+        let now = Instant::now();
+        let t = to_cm(now);
+        let mut gone = Vec::new();
+        for (&peer, c) in &mut self.conns {
+            if c.rx.poll_timeout().is_some_and(|at| at <= t) {
+                c.rx.handle_timeout(t);
+                while let Some(ack) = c.rx.poll_transmit(t) {
+                    self.buf.clear();
+                    ack.encode(&mut self.buf);
+                    send_datagram_to(&self.sock, &self.buf, peer)?;
+                }
+            }
+            if let (Some(at), Some(step)) = (c.next_sample, self.opts.progress_interval) {
+                if at <= now && !c.reported {
+                    c.samples.push(ProgressSample {
+                        t: at.saturating_duration_since(c.started).as_secs_f64(),
+                        bytes: c.rx.bytes_delivered(),
+                    });
+                    let mut next = at + step;
+                    while next <= now {
+                        next += step;
+                    }
+                    c.next_sample = Some(next);
+                }
+            }
+            let keep = if c.reported {
+                KEEP_FINISHED
+            } else {
+                self.opts.idle_timeout
+            };
+            if now.saturating_duration_since(c.last) > keep {
+                gone.push(peer);
+            }
+        }
+        for peer in gone {
+            if let Some(c) = self.conns.remove(&peer) {
+                if !c.reported && c.rx.bytes_delivered() > 0 {
+                    let s = Self::summary(self.local, peer, &c, false);
+                    on_done(&s);
+                    out.push(s);
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,522 @@
+//! The TCP/CM sender: one event loop driving any number of [`TcpSender`]s
+//! (`CcMode::Cm`), each on its own connected UDP socket and CM flow, all on
+//! one [`Cm`] (cm-implementation-linux §3.2).
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use cm_core::{Bytes, FlowId};
+use cm_transport::{CcMode, CmCall, TcpConfig, TcpSegment, TcpSender};
+use libcm::{Cm, CmError, CmEvent, Mode};
+use rustix::event::{PollFd, PollFlags, poll};
+
+use crate::clock::{from_cm, secs, thread_cpu, to_cm, unix_now};
+use crate::error::{Result, TtcpError};
+use crate::net::{connected_udp, send_datagram, timespec};
+use crate::summary::{ProgressSample, Role, Summary, TcpCmDetail, Transport, throughput};
+use crate::{Observer, SendSpec, TCPCM_MSS};
+
+/// One transfer to run at `t0 + at`.
+pub(crate) struct Job {
+    pub index: usize,
+    pub at: Duration,
+    pub spec: SendSpec,
+}
+
+/// The longest single wait: the loop re-checks its deadlines at least this
+/// often even if every timer computation were wrong.
+const MAX_WAIT: Duration = Duration::from_millis(250);
+
+struct Conn {
+    index: usize,
+    spec: SendSpec,
+    sock: UdpSocket,
+    local: SocketAddr,
+    tcp: TcpSender,
+    flow: FlowId,
+    detail: TcpCmDetail,
+    started: Instant,
+    start_unix: f64,
+    cpu0: Duration,
+    /// Last time `bytes_acked` grew (or the start).
+    progressed: Instant,
+    acked: u64,
+    next_sample: Option<Instant>,
+    samples: Vec<ProgressSample>,
+    refused: bool,
+}
+
+impl Conn {
+    fn summary(&self, end: Instant, complete: bool) -> Summary {
+        let stats = self.tcp.stats();
+        let seconds = end.saturating_duration_since(self.started).as_secs_f64();
+        let bytes = stats.bytes_acked;
+        let mut detail = self.detail.clone();
+        detail.segments_sent = stats.segments_sent;
+        detail.timeouts = stats.timeouts;
+        detail.fast_retransmits = stats.fast_retransmits;
+        detail.srtt_s = stats.srtt.map(|d| d.as_secs_f64());
+        Summary {
+            transport: Transport::TcpCm,
+            role: Role::Sender,
+            local: self.local.to_string(),
+            peer: self.spec.dst.to_string(),
+            bytes,
+            seconds,
+            throughput_bps: throughput(bytes, seconds),
+            retransmissions: stats.retransmits,
+            cpu_s: thread_cpu().saturating_sub(self.cpu0).as_secs_f64(),
+            start_s: secs(self.started),
+            end_s: secs(end),
+            start_unix_s: self.start_unix,
+            complete,
+            progress: self.samples.clone(),
+            tcpcm: Some(detail),
+        }
+    }
+}
+
+/// The loop's state: live connections by slot, flows to slots.
+struct Engine<'c, 'o> {
+    cm: &'c mut Cm,
+    conns: Vec<Option<Conn>>,
+    by_flow: HashMap<FlowId, usize>,
+    results: Vec<(usize, Result<Summary>)>,
+    buf: Vec<u8>,
+    observer: Option<Observer<'o>>,
+}
+
+/// Run `jobs` (each starting `at` after now) on one loop sharing `cm`;
+/// results by job index.
+pub(crate) fn run(
+    cm: &mut Cm,
+    mut jobs: Vec<Job>,
+    observer: Option<Observer<'_>>,
+) -> Result<Vec<(usize, Result<Summary>)>> {
+    // Latest first, so the next job to start is at the end.
+    jobs.sort_by(|a, b| b.at.cmp(&a.at).then(b.index.cmp(&a.index)));
+    let t0 = Instant::now();
+    // Calls made while handling one batch of input go to the daemon in one
+    // write (flushed before every wait); embedded mode has nothing to batch.
+    cm.set_autoflush(false);
+    let mut eng = Engine {
+        cm,
+        conns: Vec::new(),
+        by_flow: HashMap::new(),
+        results: Vec::new(),
+        buf: Vec::with_capacity(2048),
+        observer,
+    };
+    let r = eng.run(t0, &mut jobs);
+    // Whatever happened, give the flows back to the CM.
+    for slot in 0..eng.conns.len() {
+        if let Some(c) = eng.conns[slot].take() {
+            let _ = eng.cm.close(c.flow);
+            eng.results.push((
+                c.index,
+                Err(TtcpError::Invalid("transfer abandoned".into())),
+            ));
+        }
+    }
+    eng.cm.set_autoflush(true);
+    let _ = eng.cm.flush();
+    r?;
+    Ok(eng.results)
+}
+
+impl Engine<'_, '_> {
+    fn run(&mut self, t0: Instant, jobs: &mut Vec<Job>) -> Result<()> {
+        let daemon = self.cm.mode() == Mode::Daemon;
+        let mut rbuf = vec![0u8; 65_536];
+        loop {
+            let now = Instant::now();
+            while jobs.last().is_some_and(|j| t0 + j.at <= now) {
+                if let Some(job) = jobs.pop() {
+                    let index = job.index;
+                    if let Err(e) = self.start(job) {
+                        if matches!(e, TtcpError::Cm(CmError::Disconnected)) {
+                            return Err(e);
+                        }
+                        self.results.push((index, Err(e)));
+                    }
+                }
+            }
+            if jobs.is_empty() && self.conns.iter().all(Option::is_none) {
+                return Ok(());
+            }
+            for slot in 0..self.conns.len() {
+                self.receive(slot, &mut rbuf)?;
+            }
+            self.timers(Instant::now())?;
+            self.events()?;
+            self.finish(Instant::now());
+
+            // Sleep until the earliest deadline or input.
+            let now = Instant::now();
+            let mut until = now + MAX_WAIT;
+            if let Some(j) = jobs.last() {
+                until = until.min(t0 + j.at);
+            }
+            for c in self.conns.iter().flatten() {
+                if let Some(t) = c.tcp.poll_timeout() {
+                    until = until.min(from_cm(t));
+                }
+                if let Some(t) = c.next_sample {
+                    until = until.min(t);
+                }
+                let limit = if c.tcp.is_established() {
+                    c.progressed + c.spec.idle_timeout
+                } else {
+                    c.started + c.spec.connect_timeout
+                };
+                until = until.min(limit);
+            }
+            let mut wait = until.saturating_duration_since(now);
+            if let Some(d) = self.cm.next_timeout() {
+                wait = wait.min(d);
+            }
+            if wait.is_zero() {
+                continue;
+            }
+            let cm_fd = if daemon {
+                Some(self.cm.pollable_fd()?)
+            } else {
+                None
+            };
+            let mut fds: Vec<PollFd<'_>> = self
+                .conns
+                .iter()
+                .flatten()
+                .map(|c| PollFd::new(&c.sock, PollFlags::IN))
+                .collect();
+            if let Some(fd) = cm_fd {
+                fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
+            }
+            match poll(&mut fds, Some(&timespec(wait))) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(TtcpError::errno("poll", e)),
+            }
+        }
+    }
+
+    /// Open the connection: socket, CM flow, SYN.
+    fn start(&mut self, job: Job) -> Result<()> {
+        let spec = job.spec;
+        let sock = connected_udp(spec.dst, spec.bind)?;
+        let local = sock
+            .local_addr()
+            .map_err(|e| TtcpError::io("local address", e))?;
+        let started = Instant::now();
+        let cpu0 = thread_cpu();
+        // cm-implementation-linux §3.2 "Connection creation": connect()
+        // calls cm_open() to associate the connection with a CM flow.
+        let flow = self.cm.open(Some(local), spec.dst)?;
+        let setup = (|| -> Result<(u32, TcpCmDetail)> {
+            // The CM's MTU is the TCP MSS: grants are in payload bytes.
+            let mss = TCPCM_MSS.min(self.cm.mtu(flow)?);
+            let macroflow = self.cm.macroflow_of(flow)?.to_u64();
+            let window_at_open = self
+                .cm
+                .stat()?
+                .macroflows
+                .iter()
+                .find(|m| m.id == macroflow)
+                .map(|m| m.window);
+            Ok((
+                mss,
+                TcpCmDetail {
+                    flow: flow.to_u64(),
+                    macroflow,
+                    window_at_open,
+                    mss,
+                    ..TcpCmDetail::default()
+                },
+            ))
+        })();
+        let (mss, detail) = match setup {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = self.cm.close(flow);
+                return Err(e);
+            }
+        };
+        let cfg = TcpConfig {
+            src_port: local.port(),
+            dst_port: spec.dst.port(),
+            mss,
+            total: Some(spec.bytes),
+            send_fin: true,
+            cc: CcMode::Cm,
+            // cm-implementation-linux §3.2 "TCP input": RTT samples from
+            // RFC 1323 timestamps, passed to the CM with cm_update().
+            timestamps: true,
+            ..TcpConfig::default()
+        };
+        let tcp = match TcpSender::new(cfg, to_cm(started)) {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = self.cm.close(flow);
+                return Err(TtcpError::Invalid(format!("tcp configuration: {e}")));
+            }
+        };
+        let next_sample = spec.progress_interval.map(|d| started + d);
+        let conn = Conn {
+            index: job.index,
+            sock,
+            local,
+            tcp,
+            flow,
+            detail,
+            started,
+            start_unix: unix_now(),
+            cpu0,
+            progressed: started,
+            acked: 0,
+            next_sample,
+            samples: Vec::new(),
+            refused: false,
+            spec,
+        };
+        let slot = match self.conns.iter().position(Option::is_none) {
+            Some(s) => s,
+            None => {
+                self.conns.push(None);
+                self.conns.len() - 1
+            }
+        };
+        self.conns[slot] = Some(conn);
+        self.by_flow.insert(flow, slot);
+        self.drain(slot, to_cm(started))
+    }
+
+    /// Every segment and CM call the connection has queued: segments go on
+    /// the socket, calls go to the CM for its flow, in order.
+    fn drain(&mut self, slot: usize, now: cm_core::Instant) -> Result<()> {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return Ok(());
+        };
+        while let Some(seg) = c.tcp.poll_transmit(now) {
+            transmit(c, &seg, &mut self.buf)?;
+        }
+        while let Some(call) = c.tcp.poll_cm() {
+            let r = match call {
+                CmCall::Request => self.cm.request(c.flow),
+                CmCall::Notify(n) => self.cm.notify(c.flow, n.get()),
+                CmCall::Update(fb) => self.cm.update(c.flow, fb),
+            };
+            match r {
+                Ok(()) => {}
+                Err(e @ (CmError::Disconnected | CmError::Io(_))) => return Err(e.into()),
+                Err(_) => c.detail.cm_errors += 1,
+            }
+        }
+        Ok(())
+    }
+
+    /// Every datagram waiting on the connection's socket ("processing all
+    /// readable ACKs before polling again").
+    fn receive(&mut self, slot: usize, rbuf: &mut [u8]) -> Result<()> {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return Ok(());
+        };
+        let mut got = false;
+        loop {
+            match c.sock.recv(rbuf) {
+                Ok(n) => {
+                    let Some(bytes) = rbuf.get(..n) else { continue };
+                    // Not a segment: not ours to act on.
+                    if let Ok(seg) = TcpSegment::decode(bytes) {
+                        c.tcp.handle_segment(to_cm(Instant::now()), &seg);
+                        got = true;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => c.refused = true,
+                Err(e) => {
+                    let index = c.index;
+                    self.fail(slot, index, TtcpError::io("receive", e));
+                    return Ok(());
+                }
+            }
+        }
+        if got {
+            let acked = c.tcp.stats().bytes_acked;
+            if acked > c.acked {
+                c.acked = acked;
+                c.progressed = Instant::now();
+            }
+            self.drain(slot, to_cm(Instant::now()))?;
+        }
+        Ok(())
+    }
+
+    /// Retransmission timers, connect and idle limits, progress samples.
+    fn timers(&mut self, now: Instant) -> Result<()> {
+        let t = to_cm(now);
+        for slot in 0..self.conns.len() {
+            let Some(c) = self.conns[slot].as_mut() else {
+                continue;
+            };
+            if c.tcp.poll_timeout().is_some_and(|at| at <= t) {
+                c.tcp.handle_timeout(t);
+                self.drain(slot, t)?;
+            }
+            let Some(c) = self.conns[slot].as_mut() else {
+                continue;
+            };
+            if let Some(at) = c.next_sample.filter(|&at| at <= now) {
+                let sample = ProgressSample {
+                    t: at.saturating_duration_since(c.started).as_secs_f64(),
+                    bytes: c.tcp.stats().bytes_acked,
+                };
+                c.samples.push(sample);
+                if let Some(obs) = self.observer.as_mut() {
+                    obs(c.index, &sample);
+                }
+                let step = c.spec.progress_interval.unwrap_or(Duration::from_secs(1));
+                let mut next = at + step;
+                while next <= now {
+                    next += step;
+                }
+                c.next_sample = Some(next);
+            }
+            let err = if !c.tcp.is_established() {
+                (now >= c.started + c.spec.connect_timeout).then(|| TtcpError::Unreachable {
+                    dst: c.spec.dst,
+                    secs: c.spec.connect_timeout.as_secs_f64(),
+                    detail: if c.refused {
+                        "; connection refused (ICMP port unreachable)".into()
+                    } else {
+                        String::new()
+                    },
+                })
+            } else {
+                (now >= c.progressed + c.spec.idle_timeout).then_some(TtcpError::Stalled {
+                    dst: c.spec.dst,
+                    secs: c.spec.idle_timeout.as_secs_f64(),
+                    acked: c.acked,
+                    total: c.spec.bytes,
+                })
+            };
+            if let Some(e) = err {
+                let index = c.index;
+                self.fail(slot, index, e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Grants and other CM events ("cmapp_send", cm-implementation-linux §3.2).
+    fn events(&mut self) -> Result<()> {
+        while let Some(ev) = self.cm.poll_event()? {
+            let now = to_cm(Instant::now());
+            match ev {
+                CmEvent::Send { flow, bytes } => {
+                    let Some(&slot) = self.by_flow.get(&flow) else {
+                        // A grant for a flow already closed: decline it.
+                        let _ = self.cm.notify(flow, 0);
+                        continue;
+                    };
+                    let Some(c) = self.conns[slot].as_mut() else {
+                        continue;
+                    };
+                    // cmapp_send for TCP: a retransmission first, else up
+                    // to one MSS of new data; on_grant queues cm_notify.
+                    if let Some(seg) = c.tcp.on_grant(now, bytes) {
+                        c.detail.grants += 1;
+                        transmit(c, &seg, &mut self.buf)?;
+                    }
+                    self.drain(slot, now)?;
+                }
+                CmEvent::GrantExpired { flow, .. } => {
+                    // The CM withdrew a grant we never answered: the
+                    // sender still counts its request as outstanding. A
+                    // zero grant clears that (and re-requests if there is
+                    // work); its Notify(0) must not reach the CM, which no
+                    // longer holds the grant.
+                    let Some(&slot) = self.by_flow.get(&flow) else {
+                        continue;
+                    };
+                    let Some(c) = self.conns[slot].as_mut() else {
+                        continue;
+                    };
+                    let _ = c.tcp.on_grant(now, Bytes::ZERO);
+                    // The queue was empty (drained after every input), so
+                    // the first call is that Notify(0).
+                    let _ = c.tcp.poll_cm();
+                    self.drain(slot, now)?;
+                }
+                CmEvent::FlowReclaimed { flow } => {
+                    if let Some(&slot) = self.by_flow.get(&flow) {
+                        if let Some(index) = self.conns[slot].as_ref().map(|c| c.index) {
+                            self.fail(
+                                slot,
+                                index,
+                                TtcpError::Invalid("the CM reclaimed the flow".into()),
+                            );
+                        }
+                    }
+                }
+                CmEvent::Error { flow, .. } => {
+                    if let Some(c) = self
+                        .by_flow
+                        .get(&flow)
+                        .and_then(|&s| self.conns[s].as_mut())
+                    {
+                        c.detail.cm_errors += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Completed connections: close the flow (the macroflow lingers with
+    /// what it learned, cm-implementation-linux §4.3), record the summary.
+    fn finish(&mut self, now: Instant) {
+        for slot in 0..self.conns.len() {
+            let done = self.conns[slot]
+                .as_ref()
+                .is_some_and(|c| c.tcp.is_complete());
+            if !done {
+                continue;
+            }
+            if let Some(mut c) = self.conns[slot].take() {
+                self.by_flow.remove(&c.flow);
+                let _ = self.cm.close(c.flow);
+                if c.spec.progress_interval.is_some() {
+                    let sample = ProgressSample {
+                        t: now.saturating_duration_since(c.started).as_secs_f64(),
+                        bytes: c.tcp.stats().bytes_acked,
+                    };
+                    c.samples.push(sample);
+                    if let Some(obs) = self.observer.as_mut() {
+                        obs(c.index, &sample);
+                    }
+                }
+                self.results.push((c.index, Ok(c.summary(now, true))));
+            }
+        }
+    }
+
+    fn fail(&mut self, slot: usize, index: usize, e: TtcpError) {
+        if let Some(c) = self.conns[slot].take() {
+            self.by_flow.remove(&c.flow);
+            let _ = self.cm.close(c.flow);
+        }
+        self.results.push((index, Err(e)));
+    }
+}
+
+/// Encode and send one segment.
+fn transmit(c: &mut Conn, seg: &TcpSegment, buf: &mut Vec<u8>) -> Result<()> {
+    buf.clear();
+    seg.encode(buf);
+    if !send_datagram(&c.sock, buf)? {
+        c.refused = true;
+    }
+    Ok(())
+}

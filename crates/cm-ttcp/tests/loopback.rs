@@ -1,0 +1,277 @@
+//! Loopback transfers: TCP/CM in both libcm modes, Linux TCP, an ensemble
+//! sharing one macroflow, window inheritance, a lossy relay, bad input.
+#![allow(clippy::unwrap_used)]
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use cm_ttcp::{
+    Receiver, ReceiverHandle, ReceiverOptions, SendSpec, Transport, TtcpError, cm_config, send,
+    send_concurrent, send_sequence,
+};
+use libcm::Cm;
+
+const MB2: u64 = 2_000_000;
+
+fn any() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+fn receiver(t: &Transport) -> (SocketAddr, ReceiverHandle) {
+    let rx = Receiver::bind(any(), t, ReceiverOptions::default()).unwrap();
+    (rx.local_addr(), rx.spawn())
+}
+
+fn embedded() -> Cm {
+    Cm::embedded(cm_config()).unwrap()
+}
+
+#[test]
+fn tcpcm_embedded_transfer_is_exact() {
+    let (dst, rx) = receiver(&Transport::TcpCm);
+    let mut cm = embedded();
+    let spec = SendSpec::new(dst, MB2, Transport::TcpCm).progress(Duration::from_millis(5));
+    let s = send(&spec, Some(&mut cm)).unwrap();
+    assert_eq!(s.bytes, MB2);
+    assert!(s.complete && s.seconds > 0.0 && s.throughput_bps > 0.0);
+    let d = s.tcpcm.as_ref().unwrap();
+    assert_eq!(d.mss, cm_ttcp::TCPCM_MSS);
+    assert!(d.grants >= MB2 / u64::from(d.mss));
+    assert_eq!(s.progress.last().unwrap().bytes, MB2);
+    // Serializes, and the one-line form names the transport.
+    let json = serde_json::to_string(&s).unwrap();
+    assert!(json.contains("\"tcp_cm\""));
+    assert!(s.to_string().starts_with("tcpcm 2.0 MB in "), "{s}");
+    let got = rx.stop().unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].bytes, MB2);
+    assert!(got[0].complete);
+}
+
+#[test]
+fn tcpcm_daemon_transfer_is_exact() {
+    let d = cmd::TempDaemon::start().unwrap();
+    let mut cm = Cm::connect(d.socket()).unwrap();
+    let (dst, rx) = receiver(&Transport::TcpCm);
+    let s = send(&SendSpec::new(dst, MB2, Transport::TcpCm), Some(&mut cm)).unwrap();
+    assert_eq!(s.bytes, MB2);
+    assert!(s.complete);
+    let got = rx.stop().unwrap();
+    assert_eq!(got[0].bytes, MB2);
+}
+
+#[test]
+fn linux_tcp_reno_transfer_is_exact() {
+    let t = Transport::linux("reno");
+    let (dst, rx) = receiver(&t);
+    let spec = SendSpec::new(dst, MB2, t.clone()).progress(Duration::from_millis(5));
+    let s = send(&spec, None).unwrap();
+    assert_eq!(s.bytes, MB2);
+    assert_eq!(s.transport, t);
+    assert!(s.to_string().starts_with("tcp-reno 2.0 MB in "), "{s}");
+    let got = rx.stop().unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].bytes, MB2);
+    assert!(got[0].complete);
+}
+
+#[test]
+fn concurrent_tcpcm_transfers_share_one_macroflow() {
+    let (dst, rx) = receiver(&Transport::TcpCm);
+    let mut cm = embedded();
+    let specs = vec![SendSpec::new(dst, MB2, Transport::TcpCm); 3];
+    let out = send_concurrent(&specs, Some(&mut cm)).unwrap();
+    assert_eq!(out.len(), 3);
+    let mf: Vec<u64> = out
+        .iter()
+        .map(|s| s.tcpcm.as_ref().unwrap().macroflow)
+        .collect();
+    assert!(mf.iter().all(|&m| m == mf[0]), "{mf:?}");
+    let flows: Vec<u64> = out.iter().map(|s| s.tcpcm.as_ref().unwrap().flow).collect();
+    assert!(flows[0] != flows[1] && flows[1] != flows[2]);
+    for s in &out {
+        assert_eq!(s.bytes, MB2);
+    }
+    let got = rx.stop().unwrap();
+    assert_eq!(got.len(), 3);
+    assert!(got.iter().all(|s| s.bytes == MB2 && s.complete));
+}
+
+#[test]
+fn a_later_connection_inherits_the_macroflow_window() {
+    let (dst, rx) = receiver(&Transport::TcpCm);
+    let mut cm = embedded();
+    let spec = SendSpec::new(dst, MB2, Transport::TcpCm);
+    let first = send(&spec, Some(&mut cm)).unwrap();
+    let second = send(&spec, Some(&mut cm)).unwrap();
+    let w1 = first.tcpcm.as_ref().unwrap().window_at_open.unwrap();
+    let w2 = second.tcpcm.as_ref().unwrap().window_at_open.unwrap();
+    assert!(w2 > 4 * w1, "initial window {w1}, inherited {w2}");
+    assert_eq!(
+        first.tcpcm.as_ref().unwrap().macroflow,
+        second.tcpcm.as_ref().unwrap().macroflow
+    );
+    // A scheduled, overlapping sequence of fresh connections.
+    let seq = send_sequence(&spec, 3, Duration::from_millis(20), Some(&mut cm)).unwrap();
+    assert_eq!(seq.len(), 3);
+    assert!(seq.windows(2).all(|w| w[1].start_s >= w[0].start_s + 0.015));
+    let got = rx.stop().unwrap();
+    assert_eq!(got.len(), 5);
+}
+
+#[test]
+fn linux_tcp_sequence_uses_fresh_connections() {
+    let t = Transport::linux("reno");
+    let (dst, rx) = receiver(&t);
+    let spec = SendSpec::new(dst, 500_000, t);
+    let seq = send_sequence(&spec, 3, Duration::from_millis(20), None).unwrap();
+    let ports: std::collections::BTreeSet<&String> = seq.iter().map(|s| &s.local).collect();
+    assert_eq!(ports.len(), 3);
+    assert_eq!(rx.stop().unwrap().len(), 3);
+}
+
+/// A UDP relay between sender and receiver that drops a fraction of the
+/// data segments (seeded xorshift).
+struct Relay {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    dropped: Arc<AtomicU64>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Relay {
+    fn start(to: SocketAddr, drop_per_mille: u64, seed: u64) -> Relay {
+        let front = UdpSocket::bind(any()).unwrap();
+        let back = UdpSocket::bind(any()).unwrap();
+        back.connect(to).unwrap();
+        front
+            .set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
+        back.set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
+        let addr = front.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let dropped = Arc::new(AtomicU64::new(0));
+        let client: Arc<Mutex<Option<SocketAddr>>> = Arc::new(Mutex::new(None));
+        let (f2, b2) = (front.try_clone().unwrap(), back.try_clone().unwrap());
+        let (s1, s2, d1, c1, c2) = (
+            stop.clone(),
+            stop.clone(),
+            dropped.clone(),
+            client.clone(),
+            client,
+        );
+        let fwd = std::thread::spawn(move || {
+            let mut x = seed | 1;
+            let mut buf = [0u8; 2048];
+            while !s1.load(Ordering::Relaxed) {
+                let Ok((n, from)) = front.recv_from(&mut buf) else {
+                    continue;
+                };
+                *c1.lock().unwrap() = Some(from);
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let data = n > cm_transport::segment::TCP_ENCODED_HEADER;
+                if data && x % 1000 < drop_per_mille {
+                    d1.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                let _ = back.send(&buf[..n]);
+            }
+        });
+        let rev = std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            while !s2.load(Ordering::Relaxed) {
+                let Ok(n) = b2.recv(&mut buf) else { continue };
+                if let Some(c) = *c2.lock().unwrap() {
+                    let _ = f2.send_to(&buf[..n], c);
+                }
+            }
+        });
+        Relay {
+            addr,
+            stop,
+            dropped,
+            threads: vec![fwd, rev],
+        }
+    }
+
+    fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            t.join().unwrap();
+        }
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+#[test]
+fn tcpcm_recovers_from_two_percent_loss() {
+    let (dst, rx) = receiver(&Transport::TcpCm);
+    let relay = Relay::start(dst, 20, 0x5eed_1234);
+    let mut cm = embedded();
+    let s = send(
+        &SendSpec::new(relay.addr, MB2, Transport::TcpCm),
+        Some(&mut cm),
+    )
+    .unwrap();
+    let dropped = relay.stop();
+    assert_eq!(s.bytes, MB2);
+    assert!(dropped > 0);
+    assert!(s.retransmissions > 0, "{s:?}");
+    let got = rx.stop().unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].bytes, MB2);
+    assert!(got[0].complete);
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let mut cm = embedded();
+    let dst: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let zero = send(&SendSpec::new(dst, 0, Transport::TcpCm), Some(&mut cm));
+    assert!(matches!(zero, Err(TtcpError::Invalid(_))), "{zero:?}");
+    let port0: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let p = send(&SendSpec::new(port0, 10, Transport::TcpCm), Some(&mut cm));
+    assert!(matches!(p, Err(TtcpError::Invalid(_))), "{p:?}");
+    let cc = send(
+        &SendSpec::new(dst, 10, Transport::linux("no-such-cc")),
+        None,
+    );
+    assert!(
+        matches!(cc, Err(TtcpError::UnknownCongestionControl(_))),
+        "{cc:?}"
+    );
+    assert!(
+        Receiver::bind(
+            any(),
+            &Transport::linux("no-such-cc"),
+            ReceiverOptions::default()
+        )
+        .is_err()
+    );
+    // Nobody listens: TCP/CM retries its SYN, then gives up.
+    let closed = UdpSocket::bind(any()).unwrap().local_addr().unwrap();
+    let spec = SendSpec::new(closed, 10_000, Transport::TcpCm)
+        .connect_timeout(Duration::from_millis(1500));
+    let e = send(&spec, Some(&mut cm)).unwrap_err();
+    assert!(matches!(e, TtcpError::Unreachable { .. }), "{e:?}");
+    assert!(e.to_string().contains("unreachable"), "{e}");
+    // Linux TCP: refused at once.
+    let closed_tcp = std::net::TcpListener::bind(any())
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let e = send(
+        &SendSpec::new(closed_tcp, 10, Transport::linux("reno")),
+        None,
+    )
+    .unwrap_err();
+    assert!(matches!(e, TtcpError::Unreachable { .. }), "{e:?}");
+    // The Cm is still usable, and its flows were closed.
+    assert!(cm.stat().unwrap().flows.is_empty());
+}
