@@ -7,7 +7,7 @@ mod delaybox;
 pub mod netns;
 mod path;
 pub mod selftest;
-mod tun;
+mod sys;
 
 pub use config::{ConfigError, PathConfig, Queue, parse_duration, parse_queue, parse_rate};
 pub use delaybox::{DelayBoxStats, DirectionStats};

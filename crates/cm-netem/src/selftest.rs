@@ -25,7 +25,7 @@ const RATE_PAYLOAD: usize = 1200;
 const PROBE_PAYLOAD: usize = 32;
 /// The fastest the loss phase sends, whatever the rate (what 2 cores sustain through
 /// the whole path with room to spare).
-const LOSS_MAX_PPS: f64 = 60_000.0;
+const LOSS_MAX_PPS: f64 = 40_000.0;
 
 /// Knobs of the self-test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -381,6 +381,9 @@ impl Path {
         let guard = LossGuard { path: self, loss: self.loss() };
         self.set_loss(0.0)?;
         let delay = self.measure_delay(opts).context("self-test delay phase")?;
+        if std::env::var_os("CM_NETEM_DEBUG").is_some() {
+            eprintln!("after delay phase: {:?}", self.stats()?.delay_box);
+        }
         let rate = self.measure_rate(opts).context("self-test rate phase")?;
         drop(guard); // restores the configured loss
         let loss = self.measure_loss(opts).context("self-test loss phase")?;

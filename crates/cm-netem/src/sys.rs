@@ -1,4 +1,4 @@
-//! Creating TUN devices (the one place with `unsafe`: the `TUNSETIFF` ioctl).
+//! The one place with `unsafe`: the `TUNSETIFF` ioctl and `sched_setscheduler`.
 #![allow(unsafe_code)]
 
 use std::fs::{File, OpenOptions};
@@ -44,6 +44,19 @@ pub(crate) fn open_tun(name: &str) -> io::Result<File> {
         return Err(io::Error::last_os_error());
     }
     Ok(file)
+}
+
+/// Make the calling thread `SCHED_FIFO` at `priority` (1..=99) so it wakes on time
+/// even when the machine is busy. Needs root (CAP_SYS_NICE).
+pub(crate) fn set_realtime(priority: i32) -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: priority };
+    // SAFETY: pid 0 means the calling thread; `param` is a valid, initialized
+    // `sched_param` that outlives the call, which only reads it.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 #[cfg(test)]
