@@ -1,3 +1,88 @@
 //! # cm-real: the CM papers' experiments on real (emulated) networks
 //!
-//! (Skeleton; being built.)
+//! Each experiment builds a real path with [`cm_netem`] (network
+//! namespaces, a `tbf` bottleneck on the router, the TUN delay box, random
+//! loss from a tc-BPF filter at the receiver's ingress), runs real
+//! transfers over it with [`cm_ttcp`] — TCP/CM (cm-transport's TCP over
+//! UDP, congestion control by libcm's CM) and the kernel's TCP — and
+//! returns the same [`Output`] as the simulator's experiments (CSV, SVG
+//! plot, JSON metrics beside the paper's numbers, notes).
+//!
+//! | experiment | paper | metric |
+//! |---|---|---|
+//! | `real-tcp-friendly` | cm-implementation-linux Fig 3 | `median_ratio_reno` |
+//! | `real-throughput` | Figs 4-5 (§4.1) | `throughput_ratio`, CPU per MB |
+//! | `real-sharing` | Fig 7 (§4.3) | `later_improvement` |
+//! | `real-ensemble` | sigcomm1999 §1/§5.1 | `outside_share_cm`, `jain_ensemble_cm` |
+//!
+//! They need root (namespaces, qdiscs, TUN devices) and say so. Paths are
+//! torn down on every exit path ([`cm_netem::Path`]'s `Drop`).
+//!
+//! ```no_run
+//! let opts = cm_real::RealOpts { quick: true, quiet: false };
+//! let out = cm_real::run("real-sharing", &opts).unwrap();
+//! println!("{}", out.json());
+//! ```
+#![warn(missing_docs)]
+
+pub mod ensemble;
+pub mod harness;
+pub mod sharing;
+pub mod tcp_friendly;
+pub mod throughput;
+
+pub use cm_experiments::experiments::Output;
+
+/// Run parameters of a real experiment.
+#[derive(Clone, Copy, Debug)]
+pub struct RealOpts {
+    /// The short variant (fewer points, smaller transfers).
+    pub quick: bool,
+    /// No progress bar.
+    pub quiet: bool,
+}
+
+/// A real experiment's entry point.
+pub type RealFn = fn(&RealOpts) -> anyhow::Result<Output>;
+
+/// Every real experiment: name, description, entry point.
+pub const EXPERIMENTS: &[(&str, &str, RealFn)] = &[
+    (
+        "real-tcp-friendly",
+        "cm-implementation-linux Fig 3: TCP/CM vs Linux Reno/SACK/CUBIC vs loss, 10 Mbit/s 60 ms (root)",
+        tcp_friendly::run,
+    ),
+    (
+        "real-throughput",
+        "cm-implementation-linux Figs 4-5: long transfer on 100 Mbit/s, throughput and CPU/MB (root)",
+        throughput::run,
+    ),
+    (
+        "real-sharing",
+        "cm-implementation-linux Fig 7: 9 sequential 128 KB retrievals, TCP/CM vs fresh Linux TCP (root)",
+        sharing::run,
+    ),
+    (
+        "real-ensemble",
+        "4 TCP/CM flows in one macroflow vs 1 outside Reno, and 4 Linux TCP vs 1 (root)",
+        ensemble::run,
+    ),
+];
+
+/// Whether `name` is a real experiment.
+pub fn is_real(name: &str) -> bool {
+    EXPERIMENTS.iter().any(|(n, _, _)| *n == name)
+}
+
+/// Runs real experiment `name` (after checking for root and sweeping
+/// namespaces left by killed runs).
+pub fn run(name: &str, opts: &RealOpts) -> anyhow::Result<Output> {
+    let f = EXPERIMENTS
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .ok_or_else(|| anyhow::anyhow!("unknown real experiment {name:?} (try `list`)"))?
+        .2;
+    harness::require_root()?;
+    let _ = cm_netem::sweep_stale();
+    f(opts)
+}

@@ -9,7 +9,8 @@ use cm_experiments::experiments::{self, EXPERIMENTS, Opts};
 /// Arguments of `cm experiment`.
 #[derive(Debug, clap::Args)]
 pub struct ExperimentArgs {
-    /// Experiment name, `all`, or `list`.
+    /// Experiment name, `all` (every simulator experiment), `real` (every
+    /// real-network experiment: needs root), or `list`.
     pub name: String,
     /// Output directory.
     #[arg(long, default_value = "experiment-out")]
@@ -26,9 +27,15 @@ pub struct ExperimentArgs {
 pub fn run_experiment(a: &ExperimentArgs) -> anyhow::Result<()> {
     if a.name == "list" {
         for (n, d, _) in EXPERIMENTS {
-            println!("{n:14} {d}");
+            println!("{n:18} {d}");
+        }
+        for (n, d, _) in cm_real::EXPERIMENTS {
+            println!("{n:18} {d}");
         }
         return Ok(());
+    }
+    if a.name == "real" || cm_real::is_real(&a.name) {
+        return run_real(a);
     }
     let opts = Opts {
         quick: a.quick,
@@ -45,16 +52,7 @@ pub fn run_experiment(a: &ExperimentArgs) -> anyhow::Result<()> {
         let t0 = Instant::now();
         let o = experiments::run(n, &opts)?;
         experiments::write(&o, &a.out)?;
-        for c in &o.checks {
-            println!(
-                "{n}: {} = {:.3} (paper {}, accept {}) {}",
-                c.metric,
-                c.ours,
-                c.paper,
-                c.accept,
-                if c.pass { "PASS" } else { "FAIL" }
-            );
-        }
+        print_checks(n, &o);
         eprintln!(
             "{n}: {:.1} s, wrote {}/{n}.{{csv,svg,json}}",
             t0.elapsed().as_secs_f64(),
@@ -68,4 +66,49 @@ pub fn run_experiment(a: &ExperimentArgs) -> anyhow::Result<()> {
         eprintln!("wrote {}", path.display());
     }
     Ok(())
+}
+
+/// The real-network experiments (cm-netem paths; root).
+fn run_real(a: &ExperimentArgs) -> anyhow::Result<()> {
+    let opts = cm_real::RealOpts {
+        quick: a.quick,
+        quiet: false,
+    };
+    let names: Vec<&str> = if a.name == "real" {
+        cm_real::EXPERIMENTS.iter().map(|(n, _, _)| *n).collect()
+    } else {
+        vec![a.name.as_str()]
+    };
+    let mut outs = Vec::new();
+    for n in names {
+        let t0 = Instant::now();
+        let o = cm_real::run(n, &opts)?;
+        experiments::write(&o, &a.out)?;
+        print_checks(n, &o);
+        eprintln!(
+            "{n}: {:.1} s, wrote {}/{n}.{{csv,svg,json}}",
+            t0.elapsed().as_secs_f64(),
+            a.out.display()
+        );
+        outs.push(o);
+    }
+    if a.name == "real" {
+        let path = a.out.join("report-real.md");
+        std::fs::write(&path, experiments::report(&outs, a.quick))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn print_checks(n: &str, o: &experiments::Output) {
+    for c in &o.checks {
+        println!(
+            "{n}: {} = {:.3} (paper {}, accept {}) {}",
+            c.metric,
+            c.ours,
+            c.paper,
+            c.accept,
+            if c.pass { "PASS" } else { "FAIL" }
+        );
+    }
 }

@@ -1,0 +1,189 @@
+//! The rig every real experiment runs on: one emulated path
+//! ([`cm_netem::Path`]: sender → tbf bottleneck → delay box → receiver,
+//! loss at the receiver's ingress), receivers for both transports in the
+//! receiver's namespace, and a batch of transfers started from a thread in
+//! the sender's namespace.
+//!
+//! TCP/CM transfers of one batch share one embedded CM (the sender host's
+//! CM), so transfers to the receiver share one macroflow; Linux TCP
+//! transfers are plain kernel sockets in the same namespace.
+
+use std::net::{SocketAddr, SocketAddrV4};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+use cm_netem::{Node, Path, PathConfig};
+use cm_ttcp::{Receiver, ReceiverHandle, ReceiverOptions, Scheduled, SendSpec, Summary, Transport};
+
+/// UDP port of the TCP/CM receiver.
+pub const TCPCM_PORT: u16 = 5001;
+/// TCP port of the Linux TCP receiver.
+pub const LINUX_PORT: u16 = 5002;
+
+/// One transfer of a batch.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Start, after the batch starts.
+    pub at: Duration,
+    /// Bytes to send.
+    pub bytes: u64,
+    /// TCP/CM or Linux TCP (with its algorithm).
+    pub transport: Transport,
+    /// Stop after this long even if bytes remain (the summary then counts
+    /// the bytes acknowledged by then).
+    pub limit: Option<Duration>,
+}
+
+impl Job {
+    /// `bytes` over `transport`, starting with the batch.
+    pub fn now(bytes: u64, transport: Transport) -> Job {
+        Job {
+            at: Duration::ZERO,
+            bytes,
+            transport,
+            limit: None,
+        }
+    }
+
+    /// The same job, stopped after `limit`.
+    pub fn for_at_most(mut self, limit: Duration) -> Job {
+        self.limit = Some(limit);
+        self
+    }
+}
+
+/// A path with receivers listening on it.
+pub struct Rig {
+    path: Path,
+    receivers: Vec<ReceiverHandle>,
+}
+
+impl std::fmt::Debug for Rig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rig")
+            .field("namespaces", &self.path.namespaces())
+            .finish()
+    }
+}
+
+impl Rig {
+    /// Build the path and start both receivers. `sack` sets the sender
+    /// namespace's `net.ipv4.tcp_sack` (Linux TCP only; TCP/CM has none).
+    pub fn build(cfg: PathConfig, sack: bool) -> Result<Rig> {
+        let path = Path::build(cfg).context("building the emulated path")?;
+        path.sysctl(Node::Sender, "net.ipv4.tcp_sack", if sack { "1" } else { "0" })?;
+        let rcv = path.receiver_addr();
+        let receivers = path
+            .spawn_in(Node::Receiver, move || -> Result<Vec<ReceiverHandle>> {
+                let opts = ReceiverOptions::default();
+                let udp = Receiver::bind(
+                    SocketAddr::V4(SocketAddrV4::new(rcv, TCPCM_PORT)),
+                    &Transport::TcpCm,
+                    opts.clone(),
+                )?;
+                let tcp = Receiver::bind(
+                    SocketAddr::V4(SocketAddrV4::new(rcv, LINUX_PORT)),
+                    &Transport::linux("reno"),
+                    opts,
+                )?;
+                Ok(vec![udp.spawn(), tcp.spawn()])
+            })?
+            .join()
+            .map_err(|_| anyhow!("receiver setup thread panicked"))??;
+        Ok(Rig { path, receivers })
+    }
+
+    /// The path (for `set_loss`, `stats`, `sysctl`).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Where `transport`'s receiver listens.
+    pub fn dst(&self, transport: &Transport) -> SocketAddr {
+        let port = match transport {
+            Transport::TcpCm => TCPCM_PORT,
+            Transport::LinuxTcp { .. } => LINUX_PORT,
+        };
+        SocketAddr::V4(SocketAddrV4::new(self.path.receiver_addr(), port))
+    }
+
+    /// Run `jobs` from the sender's namespace and return their sender
+    /// summaries (in order). TCP/CM jobs share one embedded CM created for
+    /// the batch. `progress`: sample each transfer's acknowledged bytes this
+    /// often.
+    pub fn run(&self, jobs: &[Job], progress: Option<Duration>) -> Result<Vec<Summary>> {
+        let scheduled: Vec<Scheduled> = jobs
+            .iter()
+            .map(|j| {
+                let mut spec = SendSpec::new(self.dst(&j.transport), j.bytes, j.transport.clone());
+                spec.progress_interval = progress;
+                // A lossy 60 ms path can stall a Reno transfer for several
+                // backed-off RTOs; the default idle limit (60 s) is kept.
+                spec.connect_timeout = Duration::from_secs(20);
+                Scheduled { at: j.at, spec }
+            })
+            .collect();
+        self.path
+            .spawn_in(Node::Sender, move || -> Result<Vec<Summary>> {
+                let mut cm = libcm::Cm::embedded(cm_ttcp::cm_config())?;
+                Ok(cm_ttcp::send_scheduled(&scheduled, Some(&mut cm))?)
+            })?
+            .join()
+            .map_err(|_| anyhow!("sender thread panicked"))?
+    }
+
+    /// Stop the receivers and tear the path down.
+    pub fn finish(mut self) -> Result<()> {
+        for r in self.receivers.drain(..) {
+            r.stop()?;
+        }
+        self.path.teardown()
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        for r in self.receivers.drain(..) {
+            let _ = r.stop();
+        }
+        // `Path`'s own Drop tears the namespaces down.
+    }
+}
+
+/// Bytes each transfer moved per second over `[from, to]` (seconds since
+/// `cm_ttcp::epoch`), from its progress samples (linear between samples).
+pub fn rate_between(s: &Summary, from: f64, to: f64) -> f64 {
+    if to <= from {
+        return f64::NAN;
+    }
+    let at = |t_abs: f64| -> f64 {
+        let t = t_abs - s.start_s;
+        if t <= 0.0 {
+            return 0.0;
+        }
+        let mut prev = (0.0_f64, 0_u64);
+        for p in &s.progress {
+            if p.t >= t {
+                let span = p.t - prev.0;
+                let frac = if span > 0.0 { (t - prev.0) / span } else { 1.0 };
+                return prev.1 as f64 + frac * (p.bytes as f64 - prev.1 as f64);
+            }
+            prev = (p.t, p.bytes);
+        }
+        s.bytes.max(prev.1) as f64
+    };
+    (at(to) - at(from)) * 8.0 / (to - from)
+}
+
+/// Whether this process can build paths (root), with the message to show
+/// when it cannot.
+pub fn require_root() -> Result<()> {
+    if rustix::process::geteuid().is_root() {
+        Ok(())
+    } else {
+        Err(anyhow!(
+            "real-network experiments build network namespaces, a tbf bottleneck and a TUN \
+             delay box: run as root (e.g. `sudo cm experiment real-sharing --out out`)"
+        ))
+    }
+}
