@@ -52,13 +52,38 @@ impl CmSpec {
     }
 }
 
-fn payload(i: usize, max: usize) -> Vec<u8> {
-    let len = (i * 37) % (max + 1);
-    (0..len).map(|j| (i * 7 + j) as u8).collect()
+/// Payload `i`: its index, then bytes that depend on it; 4 to 1400 bytes.
+fn payload(i: usize) -> Vec<u8> {
+    let len = (i * 37) % 1397;
+    let mut v = (i as u32).to_be_bytes().to_vec();
+    v.extend((0..len).map(|j| (i * 7 + j) as u8));
+    v
+}
+
+/// Check a received payload against what was sent: its bytes are exactly
+/// payload `idx` and it comes after `last` (in order, no duplicates).
+fn check(d: &[u8], last: &mut Option<usize>, who: &str) -> usize {
+    let idx = u32::from_be_bytes(d[..4].try_into().unwrap()) as usize;
+    assert_eq!(d, &payload(idx)[..], "{who}: payload {idx}");
+    assert!(last.is_none_or(|l| idx > l), "{who}: {idx} after {last:?}");
+    *last = Some(idx);
+    idx
+}
+
+/// On loopback the window opens within microseconds, so a burst can
+/// overflow the default receive buffer (212 kB) while a thread waits for a
+/// core: give the receiver room (the socket's descriptor is a plain UDP
+/// socket's).
+fn big_rcvbuf(s: &CcUdpSocket) {
+    let _ = rustix::net::sockopt::set_socket_recv_buffer_size(s, 2 << 20);
 }
 
 // ---- exact round trip, both directions, both modes -------------------------
 
+// UDP may lose datagrams even on loopback (a receive buffer overflows
+// while the window grows), so the test checks that what arrives is exact
+// and in order, that nearly all arrives, and that every datagram sent is
+// accounted as acknowledged or lost, matching what the peer received.
 both_modes!(echo_round_trip_is_exact_and_ordered, |h: &common::Harness| {
     const N: usize = 300;
     let spec = CmSpec::of(h);
@@ -70,49 +95,69 @@ both_modes!(echo_round_trip_is_exact_and_ordered, |h: &common::Harness| {
     let echo = std::thread::spawn(move || {
         let cm = spec.make();
         let mut b = CcUdpSocket::open(&cm, LOCAL, a_addr).unwrap();
+        big_rcvbuf(&b);
         tx.send(b.local_addr().unwrap()).unwrap();
-        b.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        b.set_read_timeout(Some(Duration::from_millis(1500))).unwrap();
         let mut buf = vec![0u8; 2048];
-        for i in 0..N {
-            let n = b.recv(&mut buf).unwrap();
-            assert_eq!(&buf[..n], &payload(i, 1400)[..], "B: datagram {i}");
-            b.send(&buf[..n]).unwrap();
+        let mut last = None;
+        while last != Some(N - 1) {
+            match b.recv(&mut buf) {
+                Ok(n) => {
+                    check(&buf[..n], &mut last, "B");
+                    b.send(&buf[..n]).unwrap();
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => panic!("B: {e}"),
+            }
         }
         assert!(b.flush(Some(Duration::from_secs(10))).unwrap());
-        // Keep acknowledging A's last datagrams until A is done with us.
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while b.stats().acked < N as u64 && Instant::now() < deadline {
+        // Keep acknowledging A and reading A's acks for a while.
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while Instant::now() < deadline {
             b.drive().unwrap();
             std::thread::sleep(Duration::from_millis(1));
         }
         b.stats()
     });
     a.connect(rx.recv().unwrap()).unwrap();
+    big_rcvbuf(&a);
     assert_eq!(a.max_payload().unwrap(), 1460 - wire::DATA_HEADER_LEN);
-    a.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    a.set_read_timeout(Some(Duration::from_millis(1500))).unwrap();
     for i in 0..N {
-        assert_eq!(a.send(&payload(i, 1400)).unwrap(), payload(i, 1400).len());
+        assert_eq!(a.send(&payload(i)).unwrap(), payload(i).len());
     }
     let mut buf = vec![0u8; 2048];
-    for i in 0..N {
-        let n = a.recv(&mut buf).unwrap();
-        assert_eq!(&buf[..n], &payload(i, 1400)[..], "A: echo {i}");
+    let (mut last, mut echoed) = (None, 0);
+    while last != Some(N - 1) {
+        match a.recv(&mut buf) {
+            Ok(n) => {
+                check(&buf[..n], &mut last, "A");
+                echoed += 1;
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) => panic!("A: {e}"),
+        }
     }
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while a.stats().acked + a.stats().lost < N as u64 && Instant::now() < deadline {
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < deadline {
         a.drive().unwrap();
         std::thread::sleep(Duration::from_millis(1));
     }
     let sa = a.stats();
     let sb = echo.join().unwrap();
     eprintln!("A {sa:?}\nB {sb:?}");
-    assert_eq!((sa.sent, sa.acked, sa.lost, sa.received), (N as u64, N as u64, 0, N as u64));
-    assert_eq!((sb.sent, sb.received), (N as u64, N as u64));
+    assert!(echoed >= N * 9 / 10, "only {echoed} of {N} came back");
+    // Every datagram accounted for, both ways, and as the peer saw it.
+    assert_eq!(sa.sent, N as u64);
+    assert_eq!(sa.acked + sa.lost, sa.sent, "A: {sa:?}");
+    assert_eq!(sb.acked + sb.lost, sb.sent, "B: {sb:?}");
+    assert_eq!(sb.received, sa.acked + sa.spurious);
+    assert_eq!(sa.received, sb.acked + sb.spurious);
+    assert_eq!(sa.received, echoed as u64);
     assert_eq!(sa.malformed + sb.malformed, 0);
     // The CM learnt the path from the acks.
     let e = a.estimate().unwrap();
     assert!(e.srtt.is_some() && e.rate.is_some(), "{e:?}");
-    assert_eq!(e.loss, Some(0.0));
 });
 
 // ---- a user-space bottleneck ------------------------------------------------
@@ -366,6 +411,10 @@ fn sender_settles_at_the_bottleneck_rate_with_little_loss() {
     let measure_from = Duration::from_secs(4);
     let mut mark = None;
     let mut next_print = Duration::ZERO;
+    // The CM's estimate, sampled every 100 ms while measuring (it swings
+    // with the AIMD sawtooth).
+    let mut est_samples = Vec::new();
+    let mut next_sample = measure_from;
     // Offer as much as the socket takes: blocking sends, far above the
     // link's rate.
     while start.elapsed() < total {
@@ -373,6 +422,12 @@ fn sender_settles_at_the_bottleneck_rate_with_little_loss() {
         let el = start.elapsed();
         if mark.is_none() && el >= measure_from {
             mark = Some((el, s.stats(), sink.bytes.load(Ordering::Relaxed)));
+        }
+        if el >= next_sample {
+            if let Some(r) = s.estimate().unwrap().rate {
+                est_samples.push(r.bytes_per_sec() as f64);
+            }
+            next_sample += Duration::from_millis(100);
         }
         if el >= next_print {
             let st = s.stats();
@@ -387,7 +442,7 @@ fn sender_settles_at_the_bottleneck_rate_with_little_loss() {
                 e.rate.map(|r| r.bytes_per_sec() * 8),
                 e.srtt
             );
-            next_print += Duration::from_millis(1000);
+            next_print += Duration::from_millis(500);
         }
     }
     let (t0, st0, rx0) = mark.unwrap();
@@ -398,17 +453,18 @@ fn sender_settles_at_the_bottleneck_rate_with_little_loss() {
     let resolved = st1.acked + st1.lost;
     let loss = st1.lost as f64 / resolved as f64;
     let est = s.estimate().unwrap();
-    let est_rate = est.rate.unwrap().bytes_per_sec() as f64;
+    let est_rate = est_samples.iter().sum::<f64>() / est_samples.len() as f64;
     let counts = relay.counts();
     drop(relay);
     let rx_stats = sink.finish();
     let open_loss = open_loop_loss(4.0 * LINK.bits_per_sec, 2.0);
     eprintln!(
         "link {:.0} B/s: send rate {send_rate:.0} B/s ({:.2}x), goodput {goodput:.0} B/s, \
-         loss {loss:.3} (relay: {counts:?}), estimate {est_rate:.0} B/s srtt {:?}; \
+         loss {loss:.3} (relay: {counts:?}), mean estimate {est_rate:.0} B/s ({} samples) srtt {:?}; \
          open-loop loss {open_loss:.3}; sender {st1:?}; receiver {rx_stats:?}",
         link_bps,
         send_rate / link_bps,
+        est_samples.len(),
         est.srtt,
     );
     assert!(
@@ -421,6 +477,14 @@ fn sender_settles_at_the_bottleneck_rate_with_little_loss() {
     assert!(
         (0.3..=3.0).contains(&(est_rate / link_bps)),
         "the CM's estimate {est_rate:.0} B/s vs link {link_bps:.0} B/s"
+    );
+    // What the sender calls lost is what the relay dropped (give or take
+    // the last few still in flight).
+    assert!(
+        st1.lost.abs_diff(counts[1] + counts[2]) <= 5,
+        "sender lost {} vs relay dropped {}",
+        st1.lost,
+        counts[1] + counts[2]
     );
     assert_eq!(rx_stats.malformed, 0);
 }
