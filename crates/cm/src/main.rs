@@ -10,6 +10,7 @@ mod sim_cmd;
 mod stat_cmd;
 mod stat_view;
 mod top_cmd;
+mod ttcp_cmd;
 mod wait;
 
 /// The Congestion Manager: host-wide congestion control shared by every
@@ -45,6 +46,9 @@ enum Command {
     /// to a receiver this command starts, paced by the CM (request /
     /// callback, acks fed back with RTT samples); prints a summary.
     Flow(flow_cmd::FlowArgs),
+    /// ttcp-style bulk transfers: `cm ttcp recv` / `cm ttcp send host:port`,
+    /// TCP/CM (TCP over UDP, congestion control by the CM) or Linux TCP.
+    Ttcp(ttcp_cmd::TtcpArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -58,6 +62,7 @@ fn main() -> std::process::ExitCode {
         Command::Top(a) => ok(top_cmd::run(&a)),
         Command::Query(a) => query_cmd::run(&a),
         Command::Flow(a) => ok(flow_cmd::run(&a)),
+        Command::Ttcp(a) => ok(ttcp_cmd::run(&a)),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,256 @@
+//! `cm ttcp`: ttcp-style bulk transfers, TCP/CM (over UDP, congestion
+//! control by the CM) or Linux TCP, through `cm-ttcp`.
+
+use std::io::{IsTerminal, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use cm_ttcp::{
+    ProgressSample, Receiver, ReceiverOptions, SendSpec, Summary, Transport, Until, cm_config,
+    fmt_bytes, fmt_rate,
+};
+use libcm::Cm;
+
+use crate::stat_view::connect;
+
+/// Options of `cm ttcp`.
+#[derive(Debug, clap::Args)]
+pub struct TtcpArgs {
+    #[command(subcommand)]
+    cmd: TtcpCmd,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum TtcpCmd {
+    /// Receive transfers and print a summary line for each.
+    Recv(RecvArgs),
+    /// Send one bulk transfer and print its summary.
+    Send(SendArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Kind {
+    /// TCP/CM: TCP over UDP, congestion control by the CM.
+    Tcpcm,
+    /// Linux TCP with `--cc`.
+    Tcp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum CmMode {
+    /// The daemon if one listens, else an embedded CM.
+    Auto,
+    /// A CM inside this process.
+    Embedded,
+    /// The CM daemon (error if none).
+    Daemon,
+}
+
+#[derive(Debug, clap::Args)]
+struct RecvArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0:5001")]
+    listen: SocketAddr,
+    /// Transport to receive.
+    #[arg(long, value_enum, default_value_t = Kind::Tcpcm)]
+    transport: Kind,
+    /// Linux TCP: congestion control of the listening socket (ACK path).
+    #[arg(long, default_value = "reno")]
+    cc: String,
+    /// Exit after this many transfers (default: run until killed).
+    #[arg(long)]
+    count: Option<usize>,
+    /// Print summaries as JSON lines.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct SendArgs {
+    /// The receiver, host:port.
+    dst: String,
+    /// Bytes to send (decimal units: 10MB, 500kB, 1GB; or MiB, KiB).
+    #[arg(long, default_value = "10MB")]
+    bytes: String,
+    /// Transport.
+    #[arg(long, value_enum, default_value_t = Kind::Tcpcm)]
+    transport: Kind,
+    /// Linux TCP congestion control (reno, cubic, ...).
+    #[arg(long, default_value = "reno")]
+    cc: String,
+    /// TCP/CM: which CM.
+    #[arg(long, value_enum, default_value_t = CmMode::Auto)]
+    cm: CmMode,
+    /// The daemon's control socket [default: $CM_SOCKET, else
+    /// $XDG_RUNTIME_DIR/cm.sock, else /run/cm.sock].
+    #[arg(long, short)]
+    socket: Option<PathBuf>,
+    /// Print the summary as JSON (with progress samples every 100 ms).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Run `cm ttcp`.
+pub fn run(a: &TtcpArgs) -> Result<()> {
+    match &a.cmd {
+        TtcpCmd::Recv(r) => recv(r),
+        TtcpCmd::Send(s) => send(s),
+    }
+}
+
+fn transport(kind: Kind, cc: &str) -> Transport {
+    match kind {
+        Kind::Tcpcm => Transport::TcpCm,
+        Kind::Tcp => Transport::linux(cc),
+    }
+}
+
+fn recv(a: &RecvArgs) -> Result<()> {
+    let t = transport(a.transport, &a.cc);
+    let mut rx = Receiver::bind(a.listen, &t, ReceiverOptions::default())?;
+    eprintln!("cm ttcp: receiving {t} on {}", rx.local_addr());
+    let until = Until {
+        count: a.count,
+        ..Until::default()
+    };
+    let json = a.json;
+    rx.serve(&until, &mut |s: &Summary| {
+        if json {
+            match serde_json::to_string(s) {
+                Ok(line) => println!("{line}"),
+                Err(e) => eprintln!("error: {e}"),
+            }
+        } else {
+            println!("{s}  from {}", s.peer);
+        }
+    })?;
+    Ok(())
+}
+
+/// `10MB` → 10_000_000; `1.5GB`, `500k`, `64KiB`, `123`.
+pub(crate) fn parse_bytes(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| anyhow!("{s:?} is not a byte count (e.g. 10MB, 500kB, 1GiB)"))?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" => 1e3,
+        "m" | "mb" => 1e6,
+        "g" | "gb" => 1e9,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        u => bail!("unknown unit {u:?} in {s:?} (use B, kB, MB, GB, KiB, MiB, GiB)"),
+    };
+    let v = (n * mult).round();
+    if !(1.0..=1e15).contains(&v) {
+        bail!("byte count {s:?} out of range (1 B to 1 PB)");
+    }
+    Ok(v as u64)
+}
+
+fn send(a: &SendArgs) -> Result<()> {
+    let bytes = parse_bytes(&a.bytes)?;
+    let dst = a
+        .dst
+        .to_socket_addrs()
+        .with_context(|| format!("resolving {:?} (want host:port)", a.dst))?
+        .next()
+        .ok_or_else(|| anyhow!("{:?} resolves to no address", a.dst))?;
+    let t = transport(a.transport, &a.cc);
+    let mut cm = match (a.transport, a.cm) {
+        (Kind::Tcp, _) => None,
+        (Kind::Tcpcm, CmMode::Embedded) => Some(Cm::embedded(cm_config())?),
+        (Kind::Tcpcm, CmMode::Daemon) => Some(connect(a.socket.as_deref())?),
+        (Kind::Tcpcm, CmMode::Auto) => Some(match &a.socket {
+            Some(_) => connect(a.socket.as_deref())?,
+            None => cm_ttcp::default_cm()?,
+        }),
+    };
+    let tty = std::io::stderr().is_terminal();
+    // ~4 updates a second on a terminal, one every 2 s otherwise.
+    let every = if tty {
+        Duration::from_millis(250)
+    } else {
+        Duration::from_secs(2)
+    };
+    let spec = SendSpec::new(dst, bytes, t.clone()).progress(if a.json {
+        Duration::from_millis(100)
+    } else {
+        every
+    });
+    if let Some(cm) = &cm {
+        eprintln!(
+            "cm ttcp: sending {} to {dst} over {t} ({:?} CM)",
+            fmt_bytes(bytes),
+            cm.mode()
+        );
+    } else {
+        eprintln!("cm ttcp: sending {} to {dst} over {t}", fmt_bytes(bytes));
+    }
+    let mut last: Option<(Instant, ProgressSample)> = None;
+    let mut shown = Instant::now();
+    let mut observer = |_: usize, s: &ProgressSample| {
+        let now = Instant::now();
+        let (pt, pb) = last.map_or((0.0, 0), |(_, p)| (p.t, p.bytes));
+        let dt = s.t - pt;
+        let rate = if dt > 0.0 {
+            s.bytes.saturating_sub(pb) as f64 * 8.0 / dt
+        } else {
+            0.0
+        };
+        last = Some((now, *s));
+        if now.duration_since(shown) + Duration::from_millis(5) < every && s.bytes < bytes {
+            return;
+        }
+        shown = now;
+        let pct = s.bytes as f64 * 100.0 / bytes as f64;
+        let line = format!(
+            "{:>10}  {pct:5.1}%  {:>14}  {:6.1} s",
+            fmt_bytes(s.bytes),
+            fmt_rate(rate),
+            s.t
+        );
+        let mut err = std::io::stderr().lock();
+        let _ = if tty {
+            write!(err, "\r{line}  ")
+        } else {
+            writeln!(err, "{line}")
+        };
+        let _ = err.flush();
+    };
+    let r = cm_ttcp::send_observed(&spec, cm.as_mut(), Some(&mut observer));
+    if tty {
+        eprintln!();
+    }
+    let s = r?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        println!("{s}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bytes;
+
+    #[test]
+    fn byte_counts() {
+        assert_eq!(parse_bytes("10MB").ok(), Some(10_000_000));
+        assert_eq!(parse_bytes("1.5GB").ok(), Some(1_500_000_000));
+        assert_eq!(parse_bytes("64KiB").ok(), Some(65_536));
+        assert_eq!(parse_bytes("123").ok(), Some(123));
+        assert!(parse_bytes("0").is_err());
+        assert!(parse_bytes("ten").is_err());
+        assert!(parse_bytes("5 parsecs").is_err());
+    }
+}
