@@ -239,7 +239,10 @@ mod tests {
         assert!(parse_queue("lots").is_err());
         assert_eq!(Queue::Packets(2).bytes(1, Duration::ZERO), 3000);
         // 10 Mbit/s, 30 ms one way: 1.25 MB/s * 60 ms = 75 kB
-        assert_eq!(Queue::Bdp.bytes(10_000_000, Duration::from_millis(30)), 75_000);
+        assert_eq!(
+            Queue::Bdp.bytes(10_000_000, Duration::from_millis(30)),
+            75_000
+        );
     }
 
     #[test]
@@ -253,12 +256,21 @@ mod tests {
         assert!(matches!(bad(|c| c.rate_bps = 0), Err(ConfigError::Rate(0))));
         assert!(matches!(bad(|c| c.loss = 1.0), Err(ConfigError::Loss(_))));
         assert!(matches!(bad(|c| c.loss = -0.1), Err(ConfigError::Loss(_))));
-        assert!(matches!(bad(|c| c.loss = f64::NAN), Err(ConfigError::Loss(_))));
-        assert!(matches!(bad(|c| c.queue = Queue::Bytes(100)), Err(ConfigError::Queue(100))));
+        assert!(matches!(
+            bad(|c| c.loss = f64::NAN),
+            Err(ConfigError::Loss(_))
+        ));
+        assert!(matches!(
+            bad(|c| c.queue = Queue::Bytes(100)),
+            Err(ConfigError::Queue(100))
+        ));
         assert!(matches!(
             bad(|c| c.one_way_delay = Duration::from_secs(11)),
             Err(ConfigError::Delay(_))
         ));
-        assert!(matches!(bad(|c| c.reverse_rate_bps = Some(1)), Err(ConfigError::Rate(1))));
+        assert!(matches!(
+            bad(|c| c.reverse_rate_bps = Some(1)),
+            Err(ConfigError::Rate(1))
+        ));
     }
 }

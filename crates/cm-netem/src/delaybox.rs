@@ -89,7 +89,11 @@ impl DirCounters {
             bytes: self.bytes.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
             max_queued: self.max_queued.load(Ordering::Relaxed),
-            mean_late_us: if packets == 0 { 0.0 } else { late_sum as f64 / packets as f64 / 1e3 },
+            mean_late_us: if packets == 0 {
+                0.0
+            } else {
+                late_sum as f64 / packets as f64 / 1e3
+            },
             max_late_us: self.late_ns_max.load(Ordering::Relaxed) as f64 / 1e3,
         }
     }
@@ -140,7 +144,11 @@ impl DelayBox {
                 }
             })
             .context("spawn the delay box thread")?;
-        let mut dbox = DelayBox { wake, thread: Some(thread), counters };
+        let mut dbox = DelayBox {
+            wake,
+            thread: Some(thread),
+            counters,
+        };
         match rx.recv() {
             Ok(Ok(())) => Ok(dbox),
             Ok(Err(e)) => {
@@ -166,9 +174,12 @@ impl DelayBox {
 
     /// Stop the thread and close the TUN devices (which deletes them).
     pub(crate) fn stop(&mut self) -> Result<()> {
-        let Some(t) = self.thread.take() else { return Ok(()) };
+        let Some(t) = self.thread.take() else {
+            return Ok(());
+        };
         rustix::io::write(&self.wake, &1u64.to_ne_bytes()).context("wake the delay box")?;
-        t.join().map_err(|_| anyhow!("the delay box thread panicked"))
+        t.join()
+            .map_err(|_| anyhow!("the delay box thread panicked"))
     }
 }
 
@@ -179,7 +190,10 @@ impl Drop for DelayBox {
 }
 
 fn timespec(d: Duration) -> Timespec {
-    Timespec { tv_sec: d.as_secs() as _, tv_nsec: d.subsec_nanos() as _ }
+    Timespec {
+        tv_sec: d.as_secs() as _,
+        tv_nsec: d.subsec_nanos() as _,
+    }
 }
 
 fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters) {
@@ -187,7 +201,8 @@ fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters) {
     let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1));
     // A real-time thread is woken on time even while compilers fill every core; its
     // CPU use is bounded (it sleeps between deadlines, spins at most ~200 µs).
-    c.realtime.store(set_realtime(REALTIME_PRIORITY).is_ok(), Ordering::Relaxed);
+    c.realtime
+        .store(set_realtime(REALTIME_PRIORITY).is_ok(), Ordering::Relaxed);
     let mut queues: [VecDeque<(Instant, Vec<u8>)>; 2] = [VecDeque::new(), VecDeque::new()];
     let mut pool: Vec<Vec<u8>> = Vec::new();
     let mut buf = vec![0u8; 65536];
@@ -203,7 +218,9 @@ fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters) {
                     next = Some(next.map_or(*deadline, |n| n.min(*deadline)));
                     break;
                 }
-                let Some((deadline, pkt)) = q.pop_front() else { break };
+                let Some((deadline, pkt)) = q.pop_front() else {
+                    break;
+                };
                 match (&tuns[i]).write(&pkt) {
                     Ok(_) => {
                         dc.packets.fetch_add(1, Ordering::Relaxed);
@@ -283,7 +300,9 @@ fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters) {
                         pkt.clear();
                         pkt.extend_from_slice(&buf[..n]);
                         q.push_back((arrival + delay, pkt));
-                        c.dirs[i].max_queued.fetch_max(q.len() as u64, Ordering::Relaxed);
+                        c.dirs[i]
+                            .max_queued
+                            .fetch_max(q.len() as u64, Ordering::Relaxed);
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,

@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use cm_netem::config::fmt_rate;
-use cm_netem::{
-    Path, PathConfig, Queue, SelfTestOptions, parse_duration, parse_queue, parse_rate,
-};
+use cm_netem::{Path, PathConfig, Queue, SelfTestOptions, parse_duration, parse_queue, parse_rate};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -121,7 +119,9 @@ fn describe(path: &Path) -> String {
         c.one_way_delay,
         c.queue_bytes(),
         c.loss,
-        c.reverse_rate_bps.map(|r| format!(", reverse {}", fmt_rate(r as f64))).unwrap_or_default(),
+        c.reverse_rate_bps
+            .map(|r| format!(", reverse {}", fmt_rate(r as f64)))
+            .unwrap_or_default(),
         path.sender_addr(),
         path.receiver_addr(),
         path.receiver_addr(),
@@ -165,7 +165,10 @@ fn selftest(args: &PathArgs, json: bool, opts: SelfTestOptions) -> Result<i32> {
     let path = Arc::new(Path::build(args.config())?);
     if !json {
         eprintln!("{}", describe(&path));
-        eprintln!("self-testing (up to {:?} for the loss phase)...", opts.loss_budget);
+        eprintln!(
+            "self-testing (up to {:?} for the loss phase)...",
+            opts.loss_budget
+        );
     }
     let (tx, rx) = std::sync::mpsc::channel();
     let p2 = Arc::clone(&path);
@@ -196,8 +199,17 @@ fn run() -> Result<i32> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Up { path, stats_every } => up(&path, stats_every),
-        Cmd::Selftest { path, json, loss_budget, tolerance } => {
-            let opts = SelfTestOptions { loss_budget, tolerance, ..Default::default() };
+        Cmd::Selftest {
+            path,
+            json,
+            loss_budget,
+            tolerance,
+        } => {
+            let opts = SelfTestOptions {
+                loss_budget,
+                tolerance,
+                ..Default::default()
+            };
             selftest(&path, json, opts)
         }
         Cmd::Cleanup => {

@@ -64,8 +64,10 @@ pub fn list_namespaces() -> Vec<String> {
     let Ok(dir) = std::fs::read_dir(NETNS_DIR) else {
         return Vec::new();
     };
-    let mut v: Vec<String> =
-        dir.filter_map(|e| e.ok()).filter_map(|e| e.file_name().into_string().ok()).collect();
+    let mut v: Vec<String> = dir
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
     v.sort();
     v
 }

@@ -110,7 +110,10 @@ pub struct Path {
 
 impl fmt::Debug for Path {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Path").field("config", &self.config).field("names", &self.names).finish()
+        f.debug_struct("Path")
+            .field("config", &self.config)
+            .field("names", &self.names)
+            .finish()
     }
 }
 
@@ -232,8 +235,36 @@ impl Path {
             v.extend_from_slice(args);
             run("ip", &v)
         };
-        ip(&rtr, &["link", "add", ROUTER_SND_IF, "type", "veth", "peer", "name", HOST_IF, "netns", &snd])?;
-        ip(&rtr, &["link", "add", ROUTER_RCV_IF, "type", "veth", "peer", "name", HOST_IF, "netns", &rcv])?;
+        ip(
+            &rtr,
+            &[
+                "link",
+                "add",
+                ROUTER_SND_IF,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                HOST_IF,
+                "netns",
+                &snd,
+            ],
+        )?;
+        ip(
+            &rtr,
+            &[
+                "link",
+                "add",
+                ROUTER_RCV_IF,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                HOST_IF,
+                "netns",
+                &rcv,
+            ],
+        )?;
         ip(&snd, &["addr", "add", &snd_a, "dev", HOST_IF])?;
         ip(&rtr, &["addr", "add", &rtr_a1, "dev", ROUTER_SND_IF])?;
         ip(&rtr, &["addr", "add", &rtr_a2, "dev", ROUTER_RCV_IF])?;
@@ -251,20 +282,64 @@ impl Path {
         }
         // Devices created after ip_forward=1 inherit forwarding from `default`; make sure.
         for dev in [TUN_FORWARD, TUN_REVERSE] {
-            self.sysctl(Node::Router, &format!("net.ipv4.conf.{dev}.forwarding"), "1")?;
+            self.sysctl(
+                Node::Router,
+                &format!("net.ipv4.conf.{dev}.forwarding"),
+                "1",
+            )?;
             self.sysctl(Node::Router, &format!("net.ipv4.conf.{dev}.rp_filter"), "0")?;
         }
         let (snd_host, rcv_host) = (format!("10.{k}.1.2/32"), format!("10.{k}.2.2/32"));
         let (snd_net, rcv_net) = (format!("10.{k}.1.0/24"), format!("10.{k}.2.0/24"));
         ip(&rtr, &["route", "add", &rcv_host, "dev", TUN_FORWARD])?;
         ip(&rtr, &["route", "add", &snd_host, "dev", TUN_REVERSE])?;
-        ip(&rtr, &["route", "add", &rcv_net, "dev", ROUTER_RCV_IF, "table", DELAYBOX_TABLE])?;
-        ip(&rtr, &["route", "add", &snd_net, "dev", ROUTER_SND_IF, "table", DELAYBOX_TABLE])?;
+        ip(
+            &rtr,
+            &[
+                "route",
+                "add",
+                &rcv_net,
+                "dev",
+                ROUTER_RCV_IF,
+                "table",
+                DELAYBOX_TABLE,
+            ],
+        )?;
+        ip(
+            &rtr,
+            &[
+                "route",
+                "add",
+                &snd_net,
+                "dev",
+                ROUTER_SND_IF,
+                "table",
+                DELAYBOX_TABLE,
+            ],
+        )?;
         for t in [TUN_FORWARD, TUN_REVERSE] {
-            ip(&rtr, &["rule", "add", "iif", t, "lookup", DELAYBOX_TABLE, "pref", "100"])?;
+            ip(
+                &rtr,
+                &[
+                    "rule",
+                    "add",
+                    "iif",
+                    t,
+                    "lookup",
+                    DELAYBOX_TABLE,
+                    "pref",
+                    "100",
+                ],
+            )?;
         }
-        ip(&snd, &["route", "add", "default", "via", &format!("10.{k}.1.1")])?;
-        ip(&rcv, &["route", "add", "default", "via", &format!("10.{k}.2.1")])?;
+        ip(
+            &snd,
+            &["route", "add", "default", "via", &format!("10.{k}.1.1")],
+        )?;
+        ip(
+            &rcv,
+            &["route", "add", "default", "via", &format!("10.{k}.2.1")],
+        )?;
 
         fail(BuildStep::Tbf)?;
         let limit = self.config.queue_bytes();
@@ -273,15 +348,21 @@ impl Path {
             self.add_tbf(TUN_REVERSE, r, limit)?;
         }
         fail(BuildStep::Loss)?;
-        run("tc", &["-n", &rcv, "qdisc", "add", "dev", HOST_IF, "clsact"])?;
+        run(
+            "tc",
+            &["-n", &rcv, "qdisc", "add", "dev", HOST_IF, "clsact"],
+        )?;
         self.set_loss(self.config.loss)?;
         Ok(())
     }
 
     fn add_tbf(&self, dev: &str, rate_bps: u64, limit: u64) -> Result<()> {
         let rtr = self.ns(Node::Router);
-        let (rate, burst, limit) =
-            (format!("{rate_bps}bit"), tbf_burst(rate_bps).to_string(), limit.to_string());
+        let (rate, burst, limit) = (
+            format!("{rate_bps}bit"),
+            tbf_burst(rate_bps).to_string(),
+            limit.to_string(),
+        );
         run(
             "tc",
             &[
@@ -365,7 +446,10 @@ impl Path {
 
     /// The router's addresses: toward the sender and toward the receiver.
     pub fn router_addrs(&self) -> (Ipv4Addr, Ipv4Addr) {
-        (Ipv4Addr::new(10, self.k(), 1, 1), Ipv4Addr::new(10, self.k(), 2, 1))
+        (
+            Ipv4Addr::new(10, self.k(), 1, 1),
+            Ipv4Addr::new(10, self.k(), 2, 1),
+        )
     }
 
     /// Run `f` on a new thread inside `node`'s network namespace: sockets it creates
@@ -397,7 +481,9 @@ impl Path {
                 let _ = handle.join();
                 Err(anyhow!(e).context(format!("entering the {node} namespace")))
             }
-            Err(_) => Err(anyhow!("the {node} thread died before entering its namespace")),
+            Err(_) => Err(anyhow!(
+                "the {node} thread died before entering its namespace"
+            )),
         }
     }
 
@@ -417,7 +503,19 @@ impl Path {
     }
 
     fn qdisc_stats(&self, dev: &str) -> Result<QdiscStats> {
-        let out = run("tc", &["-n", self.ns(Node::Router), "-j", "-s", "qdisc", "show", "dev", dev])?;
+        let out = run(
+            "tc",
+            &[
+                "-n",
+                self.ns(Node::Router),
+                "-j",
+                "-s",
+                "qdisc",
+                "show",
+                "dev",
+                dev,
+            ],
+        )?;
         let v: serde_json::Value = serde_json::from_str(&out).context("parsing tc -j output")?;
         let q = v
             .as_array()
@@ -442,8 +540,17 @@ impl Path {
             None => None,
         };
         let inner = self.lock();
-        let delay_box = inner.delay_box.as_ref().map(|d| d.stats()).unwrap_or_default();
-        Ok(PathStats { bottleneck, reverse_bottleneck, delay_box, loss: inner.loss })
+        let delay_box = inner
+            .delay_box
+            .as_ref()
+            .map(|d| d.stats())
+            .unwrap_or_default();
+        Ok(PathStats {
+            bottleneck,
+            reverse_bottleneck,
+            delay_box,
+            loss: inner.loss,
+        })
     }
 
     /// Tear everything down: stop the delay box, delete the namespaces (with them the
@@ -493,7 +600,10 @@ mod tests {
     #[test]
     fn loss_programs() {
         assert_eq!(loss_program(0.0), "1,6 0 0 0");
-        assert_eq!(loss_program(0.5), "4,32 0 0 4294963256,53 0 1 2147483648,6 0 0 0,6 0 0 2");
+        assert_eq!(
+            loss_program(0.5),
+            "4,32 0 0 4294963256,53 0 1 2147483648,6 0 0 0,6 0 0 2"
+        );
         assert!(loss_program(0.999_999_999_99).contains(&u32::MAX.to_string()));
     }
 

@@ -298,7 +298,10 @@ fn rcvbuf_errors(path: &Path) -> Result<u64> {
             .split_whitespace()
             .position(|c| c == "RcvbufErrors")
             .ok_or_else(|| anyhow!("no RcvbufErrors"))?;
-        Ok(v.split_whitespace().nth(i).and_then(|x| x.parse().ok()).unwrap_or(0))
+        Ok(v.split_whitespace()
+            .nth(i)
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(0))
     })?
     .join()
     .map_err(|_| anyhow!("snmp thread panicked"))?
@@ -343,7 +346,11 @@ fn paced_send(
 }
 
 /// Receive until `stop` is set and the socket has been quiet for its read timeout.
-fn receive_until(sock: UdpSocket, stop: Arc<AtomicBool>, log_times: bool) -> (u64, Vec<(Instant, u32)>) {
+fn receive_until(
+    sock: UdpSocket,
+    stop: Arc<AtomicBool>,
+    log_times: bool,
+) -> (u64, Vec<(Instant, u32)>) {
     let mut buf = vec![0u8; 65536];
     let mut count = 0u64;
     let mut log = Vec::new();
@@ -370,7 +377,11 @@ impl Path {
     /// the loss phase. Do not send other traffic over the path meanwhile.
     pub fn self_test(&self) -> Result<SelfTestReport> {
         let report = self.self_test_report(&SelfTestOptions::default())?;
-        if report.pass { Ok(report) } else { Err(SelfTestFailed(Box::new(report)).into()) }
+        if report.pass {
+            Ok(report)
+        } else {
+            Err(SelfTestFailed(Box::new(report)).into())
+        }
     }
 
     /// Run the self-test and return the report whether or not it passed; `Err` only
@@ -378,12 +389,12 @@ impl Path {
     pub fn self_test_report(&self, opts: &SelfTestOptions) -> Result<SelfTestReport> {
         let started = Instant::now();
         let cfg = self.config().clone();
-        let guard = LossGuard { path: self, loss: self.loss() };
+        let guard = LossGuard {
+            path: self,
+            loss: self.loss(),
+        };
         self.set_loss(0.0)?;
         let delay = self.measure_delay(opts).context("self-test delay phase")?;
-        if std::env::var_os("CM_NETEM_DEBUG").is_some() {
-            eprintln!("after delay phase: {:?}", self.stats()?.delay_box);
-        }
         let rate = self.measure_rate(opts).context("self-test rate phase")?;
         drop(guard); // restores the configured loss
         let loss = self.measure_loss(opts).context("self-test loss phase")?;
@@ -451,7 +462,9 @@ impl Path {
         stop.store(true, Ordering::Relaxed);
         echo.join().map_err(|_| anyhow!("echo thread panicked"))?;
         if rtts.is_empty() {
-            return Err(anyhow!("no probe came back: the path does not carry packets"));
+            return Err(anyhow!(
+                "no probe came back: the path does not carry packets"
+            ));
         }
         rtts.sort();
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -484,7 +497,9 @@ impl Path {
         // At least ~1000 packets' worth of time at low rates, at most 10 s.
         let duration = opts
             .rate_duration
-            .max(Duration::from_secs_f64(1000.0 * pkt_bits / c.rate_bps as f64))
+            .max(Duration::from_secs_f64(
+                1000.0 * pkt_bits / c.rate_bps as f64,
+            ))
             .min(Duration::from_secs(10));
         let offered_pps = 1.25 * c.rate_bps as f64 / pkt_bits;
         let before = self.stats()?.bottleneck;
@@ -499,13 +514,23 @@ impl Path {
         let after = self.stats()?.bottleneck;
         // Skip the first 100 ms of arrivals (the token bucket starts full).
         let skip = Duration::from_millis(100).min(duration / 8);
-        let t0 = log.first().map(|x| x.0).ok_or_else(|| anyhow!("nothing arrived"))?;
+        let t0 = log
+            .first()
+            .map(|x| x.0)
+            .ok_or_else(|| anyhow!("nothing arrived"))?;
         let start = log.iter().position(|x| x.0 >= t0 + skip).unwrap_or(0);
         let window = &log[start..];
         let (first, last) = (window[0].0, window[window.len() - 1].0);
         let seconds = (last - first).as_secs_f64();
-        let bytes: u64 = window[1..].iter().map(|x| x.1 as u64 + UDP_IP_OVERHEAD).sum();
-        let measured = if seconds > 0.0 { bytes as f64 * 8.0 / seconds } else { 0.0 };
+        let bytes: u64 = window[1..]
+            .iter()
+            .map(|x| x.1 as u64 + UDP_IP_OVERHEAD)
+            .sum();
+        let measured = if seconds > 0.0 {
+            bytes as f64 * 8.0 / seconds
+        } else {
+            0.0
+        };
         let configured = c.rate_bps as f64;
         let rel_error = (measured - configured) / configured;
         Ok(RateCheck {
@@ -537,7 +562,10 @@ impl Path {
             let needed = loss_samples_needed(p, opts.tolerance);
             if needed <= budget_n as f64 {
                 // 1.5× the sample that resolves the tolerance at 99.9 %, within budget.
-                ((1.5 * needed).min(budget_n as f64) as u64, LossRule::WithinTolerance)
+                (
+                    (1.5 * needed).min(budget_n as f64) as u64,
+                    LossRule::WithinTolerance,
+                )
             } else {
                 (budget_n, LossRule::ConfidenceInterval)
             }
@@ -557,7 +585,11 @@ impl Path {
         let reached = after.delay_box.forward.packets - before.delay_box.forward.packets;
         let received = got + rcvbuf;
         let lost = reached.saturating_sub(received);
-        let measured = if reached > 0 { lost as f64 / reached as f64 } else { 1.0 };
+        let measured = if reached > 0 {
+            lost as f64 / reached as f64
+        } else {
+            1.0
+        };
         let (ci_low, ci_high) = wilson_interval(lost, reached, Z999);
         let rel_error = if p > 0.0 { (measured - p) / p } else { 0.0 };
         let pass = reached > 0

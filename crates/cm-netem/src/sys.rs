@@ -32,7 +32,11 @@ pub(crate) fn open_tun(name: &str) -> io::Result<File> {
         .write(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open("/dev/net/tun")?;
-    let mut req = IfReq { name: [0; libc::IFNAMSIZ], flags: IFF_TUN | IFF_NO_PI, _pad: [0; 22] };
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        flags: IFF_TUN | IFF_NO_PI,
+        _pad: [0; 22],
+    };
     for (dst, src) in req.name.iter_mut().zip(name.bytes()) {
         *dst = src as libc::c_char;
     }
@@ -49,7 +53,9 @@ pub(crate) fn open_tun(name: &str) -> io::Result<File> {
 /// Make the calling thread `SCHED_FIFO` at `priority` (1..=99) so it wakes on time
 /// even when the machine is busy. Needs root (CAP_SYS_NICE).
 pub(crate) fn set_realtime(priority: i32) -> io::Result<()> {
-    let param = libc::sched_param { sched_priority: priority };
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
     // SAFETY: pid 0 means the calling thread; `param` is a valid, initialized
     // `sched_param` that outlives the call, which only reads it.
     let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };

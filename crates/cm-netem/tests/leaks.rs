@@ -22,7 +22,10 @@ fn sh(program: &str, args: &[&str]) -> String {
 /// Namespaces named after `pid` (ours or a child's).
 fn namespaces_of(pid: u32) -> Vec<String> {
     let prefix = format!("cmn{pid}x");
-    cm_netem::netns::list_namespaces().into_iter().filter(|n| n.starts_with(&prefix)).collect()
+    cm_netem::netns::list_namespaces()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect()
 }
 
 fn root_links() -> BTreeSet<String> {
@@ -44,7 +47,10 @@ fn threads() -> usize {
 
 fn children() -> Vec<String> {
     let mut v = Vec::new();
-    for t in std::fs::read_dir("/proc/self/task").expect("tasks").flatten() {
+    for t in std::fs::read_dir("/proc/self/task")
+        .expect("tasks")
+        .flatten()
+    {
         let c = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
         v.extend(c.split_whitespace().map(String::from));
     }
@@ -70,16 +76,25 @@ impl Baseline {
     fn assert_clean(&self, what: &str, pids: &[u32]) {
         let me = std::process::id();
         for pid in pids.iter().copied().chain([me]) {
-            assert_eq!(namespaces_of(pid), Vec::<String>::new(), "{what}: namespaces left");
+            assert_eq!(
+                namespaces_of(pid),
+                Vec::<String>::new(),
+                "{what}: namespaces left"
+            );
         }
         let new: Vec<_> = root_links().difference(&self.links).cloned().collect();
         for l in &new {
-            assert!(!OUR_LINKS.contains(&l.as_str()), "{what}: link {l} left in the root ns");
+            assert!(
+                !OUR_LINKS.contains(&l.as_str()),
+                "{what}: link {l} left in the root ns"
+            );
         }
         let qd = sh("tc", &["qdisc", "show"]);
         for l in OUR_LINKS {
-            assert!(!qd.contains(&format!("dev {l} ")) || self.qdiscs.contains(&format!("dev {l} ")),
-                "{what}: qdisc on {l} left in the root ns");
+            assert!(
+                !qd.contains(&format!("dev {l} ")) || self.qdiscs.contains(&format!("dev {l} ")),
+                "{what}: qdisc on {l} left in the root ns"
+            );
         }
         // Threads wind down asynchronously only in the harness; ours are joined.
         let deadline = Instant::now() + Duration::from_secs(2);
@@ -87,17 +102,26 @@ impl Baseline {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert_eq!(threads(), self.threads, "{what}: threads left");
-        assert_eq!(children(), Vec::<String>::new(), "{what}: child processes left");
+        assert_eq!(
+            children(),
+            Vec::<String>::new(),
+            "{what}: child processes left"
+        );
     }
 }
 
 fn quick() -> PathConfig {
-    PathConfig { loss: 0.01, ..PathConfig::default() }
+    PathConfig {
+        loss: 0.01,
+        ..PathConfig::default()
+    }
 }
 
 fn spawn_up() -> (Child, Vec<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cm-netem"))
-        .args(["up", "--rate", "10mbit", "--delay", "10ms", "--loss", "0.01"])
+        .args([
+            "up", "--rate", "10mbit", "--delay", "10ms", "--loss", "0.01",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -138,14 +162,17 @@ fn nothing_is_left_behind() {
             .join()
             .expect("join");
         assert!(ok.is_ok());
-        path.sysctl(Node::Receiver, "net.ipv4.tcp_ecn", "1").expect("sysctl");
+        path.sysctl(Node::Receiver, "net.ipv4.tcp_ecn", "1")
+            .expect("sysctl");
     }
     base.assert_clean("drop", &[]);
 
     // (b) panics: in a namespace thread, then while the path is alive.
     let r = std::panic::catch_unwind(|| {
         let path = Path::build(quick()).expect("build");
-        let h = path.spawn_in(Node::Receiver, || panic!("boom in the receiver")).expect("spawn");
+        let h = path
+            .spawn_in(Node::Receiver, || panic!("boom in the receiver"))
+            .expect("spawn");
         assert!(h.join().is_err());
         path.set_loss(0.5).expect("set_loss");
         panic!("boom with the path alive");
@@ -154,12 +181,21 @@ fn nothing_is_left_behind() {
     base.assert_clean("panic", &[]);
 
     // (c) builds that fail part-way, and invalid configurations.
-    for step in [BuildStep::Namespaces, BuildStep::DelayBox, BuildStep::Tbf, BuildStep::Loss] {
+    for step in [
+        BuildStep::Namespaces,
+        BuildStep::DelayBox,
+        BuildStep::Tbf,
+        BuildStep::Loss,
+    ] {
         let e = Path::build_failing_at(quick(), step).expect_err("must fail");
         assert!(format!("{e:#}").contains("injected failure"), "{e:#}");
         base.assert_clean(&format!("failed build at {step:?}"), &[]);
     }
-    let e = Path::build(PathConfig { loss: 1.5, ..quick() }).expect_err("bad loss");
+    let e = Path::build(PathConfig {
+        loss: 1.5,
+        ..quick()
+    })
+    .expect_err("bad loss");
     assert!(format!("{e:#}").contains("loss"), "{e:#}");
     base.assert_clean("invalid config", &[]);
 
