@@ -249,7 +249,8 @@ pub fn wilson_interval(k: u64, n: u64, z: f64) -> (f64, f64) {
     let denom = 1.0 + z2 / n;
     let center = (p + z2 / (2.0 * n)) / denom;
     let half = z / denom * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    ((center - half).max(0.0), (center + half).min(1.0))
+    let lo = if k == 0 { 0.0 } else { (center - half).max(0.0) };
+    (lo, (center + half).min(1.0))
 }
 
 /// Samples needed for the 99.9 % interval's half-width to be `tol × p`.
