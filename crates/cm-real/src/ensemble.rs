@@ -21,7 +21,7 @@ use cm_ttcp::{Summary, Transport};
 use serde_json::json;
 
 use crate::RealOpts;
-use crate::harness::{Job, Rig, rate_between};
+use crate::harness::{HostOptions, Job, Rig, rate_between};
 
 /// Inner connections per set.
 pub const INNER: usize = 4;
@@ -64,7 +64,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         loss: 0.0,
         reverse_rate_bps: None,
     };
-    let rig = Rig::build(cfg, true)?;
+    let rig = Rig::build(cfg, HostOptions::sack(true))?;
     let bar = Progress::new("real-ensemble", 2 * reps, opts.quiet);
     let mut cm_sets = Vec::new();
     let mut tcp_sets = Vec::new();

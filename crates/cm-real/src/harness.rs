@@ -52,6 +52,29 @@ impl Job {
     }
 }
 
+/// How the hosts at the ends of a [`Rig`] are set up.
+#[derive(Clone, Copy, Debug)]
+pub struct HostOptions {
+    /// `net.ipv4.tcp_sack` in the sender's namespace (Linux TCP only;
+    /// TCP/CM has no SACK).
+    pub sack: bool,
+    /// Cap on the receivers' advertised window, bytes: TCP/CM's receive
+    /// window, and Linux's `net.ipv4.tcp_rmem` maximum in the receiver's
+    /// namespace (the kernel advertises at most about that much). `None`:
+    /// TCP/CM 16 MiB, Linux's default autotuning.
+    pub rcv_window: Option<u32>,
+}
+
+impl HostOptions {
+    /// SACK as given, windows uncapped.
+    pub fn sack(sack: bool) -> HostOptions {
+        HostOptions {
+            sack,
+            rcv_window: None,
+        }
+    }
+}
+
 /// A path with receivers listening on it.
 pub struct Rig {
     path: Path,
@@ -67,15 +90,19 @@ impl std::fmt::Debug for Rig {
 }
 
 impl Rig {
-    /// Build the path and start both receivers. `sack` sets the sender
-    /// namespace's `net.ipv4.tcp_sack` (Linux TCP only; TCP/CM has none).
-    pub fn build(cfg: PathConfig, sack: bool) -> Result<Rig> {
+    /// Build the path, set up the hosts and start both receivers.
+    pub fn build(cfg: PathConfig, host: HostOptions) -> Result<Rig> {
         let path = Path::build(cfg).context("building the emulated path")?;
-        path.sysctl(Node::Sender, "net.ipv4.tcp_sack", if sack { "1" } else { "0" })?;
+        let sack = if host.sack { "1" } else { "0" };
+        path.sysctl(Node::Sender, "net.ipv4.tcp_sack", sack)?;
+        let mut opts = ReceiverOptions::default();
+        if let Some(w) = host.rcv_window {
+            opts.rcv_wnd = w;
+            path.sysctl(Node::Receiver, "net.ipv4.tcp_rmem", &format!("4096 131072 {w}"))?;
+        }
         let rcv = path.receiver_addr();
         let receivers = path
             .spawn_in(Node::Receiver, move || -> Result<Vec<ReceiverHandle>> {
-                let opts = ReceiverOptions::default();
                 let udp = Receiver::bind(
                     SocketAddr::V4(SocketAddrV4::new(rcv, TCPCM_PORT)),
                     &Transport::TcpCm,

@@ -17,7 +17,7 @@ use cm_ttcp::{Summary, Transport};
 use serde_json::json;
 
 use crate::RealOpts;
-use crate::harness::{Job, Rig};
+use crate::harness::{HostOptions, Job, Rig};
 
 /// Object size.
 pub const OBJECT: u64 = 128 * 1024;
@@ -39,7 +39,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         reverse_rate_bps: None,
     };
     let stacks = [("linux", Transport::linux("reno")), ("tcpcm", Transport::TcpCm)];
-    let rig = Rig::build(cfg, true)?;
+    let rig = Rig::build(cfg, HostOptions::sack(true))?;
     let bar = Progress::new("real-sharing", stacks.len() * reps, opts.quiet);
     // times[stack][request] = transfer times over the repetitions.
     let mut times = vec![vec![Vec::new(); COUNT]; stacks.len()];

@@ -21,7 +21,7 @@ use cm_ttcp::Transport;
 use serde_json::json;
 
 use crate::RealOpts;
-use crate::harness::{Job, Rig};
+use crate::harness::{HostOptions, Job, Rig};
 
 /// The stacks compared: label, transport, SACK in the sender's namespace.
 fn stacks() -> Vec<(&'static str, Transport, bool)> {
@@ -57,7 +57,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
             .map(|(_, t, sack)| {
                 let (cfg, bar, t) = (cfg.clone(), &bar, t.clone());
                 s.spawn(move || -> Result<Vec<(f64, f64, u64)>> {
-                    let rig = Rig::build(cfg, *sack)?;
+                    let rig = Rig::build(cfg, HostOptions::sack(*sack))?;
                     let mut out = Vec::new();
                     for &p in losses {
                         rig.path().set_loss(p)?;
