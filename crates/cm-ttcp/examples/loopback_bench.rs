@@ -21,10 +21,7 @@ fn run(t: &Transport, bytes: u64) -> anyhow::Result<()> {
     let s = send(&spec, Some(&mut cm))?;
     std::thread::sleep(Duration::from_millis(50));
     let r = h.stop()?;
-    println!(
-        "send: {s}  ({:.4} cpu-s/MB)",
-        s.cpu_per_mb()
-    );
+    println!("send: {s}  ({:.4} cpu-s/MB)", s.cpu_per_mb());
     if let Some(d) = &s.tcpcm {
         println!(
             "      segments {} timeouts {} fast-rexmits {} srtt {:?}",

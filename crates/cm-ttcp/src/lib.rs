@@ -76,6 +76,25 @@
 //! the namespace. Linux TCP transfers of [`send_scheduled`] run on threads
 //! spawned from the calling thread (they inherit its namespace).
 //!
+//! ## Measured (this machine: 2 cores, loopback, release build)
+//!
+//! `cargo run --release -p cm-ttcp --example loopback_bench -- 200`
+//! (loopback is CPU-bound: this is per-packet cost, not a network):
+//!
+//! | 200 MB | throughput | sender CPU s/MB |
+//! |---|---|---|
+//! | TCP/CM, embedded CM | ≈ 700 Mbit/s | 0.004 |
+//! | TCP/CM, CM daemon | ≈ 270 Mbit/s | 0.015 (+ the daemon's) |
+//! | Linux TCP reno (64 KB GSO segments) | ≈ 21 Gbit/s | 0.0001 |
+//!
+//! Over a cm-netem path (100 Mbit/s tbf, 5 ms each way, 250 KB queue),
+//! 40 MB: TCP/CM ≈ 84 Mbit/s vs Linux reno ≈ 95 Mbit/s. TCP/CM's steady
+//! state is the line rate (95 Mbit/s per 100 ms sample); the deficit is the
+//! start: slow start overshoots the queue, and NewReno without SACK
+//! recovers hundreds of losses through an RTO and go-back-N (~0.5 s at
+//! near zero), where Linux's SACK recovery does not stall. Not CPU: one
+//! sender needs ≈ 20 % of a core at 100 Mbit/s.
+//!
 //! ## Example
 //!
 //! ```
