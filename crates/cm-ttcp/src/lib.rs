@@ -254,7 +254,9 @@ pub struct Scheduled {
 }
 
 /// One transfer. TCP/CM uses `cm` (or [`default_cm`] if `None`); Linux TCP
-/// ignores it.
+/// ignores it. The TCP/CM loop batches its calls with
+/// `cm.set_autoflush(false)` and leaves `cm` with autoflush on (libcm's
+/// default) when it returns.
 pub fn send(spec: &SendSpec, cm: Option<&mut Cm>) -> Result<Summary> {
     send_observed(spec, cm, None)
 }
