@@ -79,12 +79,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Sender: in this thread.
     let cm = Rc::new(RefCell::new(make_cm()?));
     let mut sender = CcUdpSocket::bind(&cm, LOCAL)?;
-    let (to_relay, from_relay) = spawn_bottleneck(
-        sender.local_addr()?,
-        recv_addr,
-        rate.clone(),
-        stop.clone(),
-    )?;
+    let (to_relay, from_relay) =
+        spawn_bottleneck(sender.local_addr()?, recv_addr, rate.clone(), stop.clone())?;
     peer_tx.send(from_relay)?;
     sender.connect(to_relay)?;
     println!(

@@ -84,81 +84,86 @@ fn big_rcvbuf(s: &CcUdpSocket) {
 // while the window grows), so the test checks that what arrives is exact
 // and in order, that nearly all arrives, and that every datagram sent is
 // accounted as acknowledged or lost, matching what the peer received.
-both_modes!(echo_round_trip_is_exact_and_ordered, |h: &common::Harness| {
-    const N: usize = 300;
-    let spec = CmSpec::of(h);
-    let cm = spec.make();
-    let mut a = CcUdpSocket::bind(&cm, LOCAL).unwrap();
-    let a_addr = a.local_addr().unwrap();
-    let (tx, rx) = mpsc::channel();
-    // B echoes every payload back: it receives and sends.
-    let echo = std::thread::spawn(move || {
+both_modes!(
+    echo_round_trip_is_exact_and_ordered,
+    |h: &common::Harness| {
+        const N: usize = 300;
+        let spec = CmSpec::of(h);
         let cm = spec.make();
-        let mut b = CcUdpSocket::open(&cm, LOCAL, a_addr).unwrap();
-        big_rcvbuf(&b);
-        tx.send(b.local_addr().unwrap()).unwrap();
-        b.set_read_timeout(Some(Duration::from_millis(1500))).unwrap();
+        let mut a = CcUdpSocket::bind(&cm, LOCAL).unwrap();
+        let a_addr = a.local_addr().unwrap();
+        let (tx, rx) = mpsc::channel();
+        // B echoes every payload back: it receives and sends.
+        let echo = std::thread::spawn(move || {
+            let cm = spec.make();
+            let mut b = CcUdpSocket::open(&cm, LOCAL, a_addr).unwrap();
+            big_rcvbuf(&b);
+            tx.send(b.local_addr().unwrap()).unwrap();
+            b.set_read_timeout(Some(Duration::from_millis(1500)))
+                .unwrap();
+            let mut buf = vec![0u8; 2048];
+            let mut last = None;
+            while last != Some(N - 1) {
+                match b.recv(&mut buf) {
+                    Ok(n) => {
+                        check(&buf[..n], &mut last, "B");
+                        b.send(&buf[..n]).unwrap();
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) => panic!("B: {e}"),
+                }
+            }
+            assert!(b.flush(Some(Duration::from_secs(10))).unwrap());
+            // Keep acknowledging A and reading A's acks for a while.
+            let deadline = Instant::now() + Duration::from_millis(500);
+            while Instant::now() < deadline {
+                b.drive().unwrap();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            b.stats()
+        });
+        a.connect(rx.recv().unwrap()).unwrap();
+        big_rcvbuf(&a);
+        assert_eq!(a.max_payload().unwrap(), 1460 - wire::DATA_HEADER_LEN);
+        a.set_read_timeout(Some(Duration::from_millis(1500)))
+            .unwrap();
+        for i in 0..N {
+            assert_eq!(a.send(&payload(i)).unwrap(), payload(i).len());
+        }
         let mut buf = vec![0u8; 2048];
-        let mut last = None;
+        let (mut last, mut echoed) = (None, 0);
         while last != Some(N - 1) {
-            match b.recv(&mut buf) {
+            match a.recv(&mut buf) {
                 Ok(n) => {
-                    check(&buf[..n], &mut last, "B");
-                    b.send(&buf[..n]).unwrap();
+                    check(&buf[..n], &mut last, "A");
+                    echoed += 1;
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) => panic!("B: {e}"),
+                Err(e) => panic!("A: {e}"),
             }
         }
-        assert!(b.flush(Some(Duration::from_secs(10))).unwrap());
-        // Keep acknowledging A and reading A's acks for a while.
         let deadline = Instant::now() + Duration::from_millis(500);
         while Instant::now() < deadline {
-            b.drive().unwrap();
+            a.drive().unwrap();
             std::thread::sleep(Duration::from_millis(1));
         }
-        b.stats()
-    });
-    a.connect(rx.recv().unwrap()).unwrap();
-    big_rcvbuf(&a);
-    assert_eq!(a.max_payload().unwrap(), 1460 - wire::DATA_HEADER_LEN);
-    a.set_read_timeout(Some(Duration::from_millis(1500))).unwrap();
-    for i in 0..N {
-        assert_eq!(a.send(&payload(i)).unwrap(), payload(i).len());
+        let sa = a.stats();
+        let sb = echo.join().unwrap();
+        eprintln!("A {sa:?}\nB {sb:?}");
+        assert!(echoed >= N * 9 / 10, "only {echoed} of {N} came back");
+        // Every datagram accounted for, both ways, and as the peer saw it.
+        assert_eq!(sa.sent, N as u64);
+        assert_eq!(sa.acked + sa.lost, sa.sent, "A: {sa:?}");
+        assert_eq!(sb.acked + sb.lost, sb.sent, "B: {sb:?}");
+        assert_eq!(sb.received, sa.acked + sa.spurious);
+        assert_eq!(sa.received, sb.acked + sb.spurious);
+        assert_eq!(sa.received, echoed as u64);
+        assert_eq!(sa.malformed + sb.malformed, 0);
+        // The CM learnt the path from the acks.
+        let e = a.estimate().unwrap();
+        assert!(e.srtt.is_some() && e.rate.is_some(), "{e:?}");
     }
-    let mut buf = vec![0u8; 2048];
-    let (mut last, mut echoed) = (None, 0);
-    while last != Some(N - 1) {
-        match a.recv(&mut buf) {
-            Ok(n) => {
-                check(&buf[..n], &mut last, "A");
-                echoed += 1;
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-            Err(e) => panic!("A: {e}"),
-        }
-    }
-    let deadline = Instant::now() + Duration::from_millis(500);
-    while Instant::now() < deadline {
-        a.drive().unwrap();
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let sa = a.stats();
-    let sb = echo.join().unwrap();
-    eprintln!("A {sa:?}\nB {sb:?}");
-    assert!(echoed >= N * 9 / 10, "only {echoed} of {N} came back");
-    // Every datagram accounted for, both ways, and as the peer saw it.
-    assert_eq!(sa.sent, N as u64);
-    assert_eq!(sa.acked + sa.lost, sa.sent, "A: {sa:?}");
-    assert_eq!(sb.acked + sb.lost, sb.sent, "B: {sb:?}");
-    assert_eq!(sb.received, sa.acked + sa.spurious);
-    assert_eq!(sa.received, sb.acked + sb.spurious);
-    assert_eq!(sa.received, echoed as u64);
-    assert_eq!(sa.malformed + sb.malformed, 0);
-    // The CM learnt the path from the acks.
-    let e = a.estimate().unwrap();
-    assert!(e.srtt.is_some() && e.rate.is_some(), "{e:?}");
-});
+);
 
 // ---- a user-space bottleneck ------------------------------------------------
 
@@ -291,7 +296,10 @@ fn relay_loop(
             next = next.min(e.0);
         }
         let wait = next.saturating_duration_since(Instant::now());
-        let fds: Vec<_> = socks.iter().flat_map(|(a, b)| [a.as_fd(), b.as_fd()]).collect();
+        let fds: Vec<_> = socks
+            .iter()
+            .flat_map(|(a, b)| [a.as_fd(), b.as_fd()])
+            .collect();
         let mut pfds: Vec<_> = fds.iter().map(|f| PollFd::new(f, PollFlags::IN)).collect();
         let ts = Timespec {
             tv_sec: 0,
@@ -446,7 +454,11 @@ fn sender_settles_at_the_bottleneck_rate_with_little_loss() {
         }
     }
     let (t0, st0, rx0) = mark.unwrap();
-    let (t1, st1, rx1) = (start.elapsed(), s.stats(), sink.bytes.load(Ordering::Relaxed));
+    let (t1, st1, rx1) = (
+        start.elapsed(),
+        s.stats(),
+        sink.bytes.load(Ordering::Relaxed),
+    );
     let secs = (t1 - t0).as_secs_f64();
     let send_rate = (st1.sent - st0.sent) as f64 * wire_len / secs;
     let goodput = (rx1 - rx0) as f64 / secs;
@@ -472,8 +484,14 @@ fn sender_settles_at_the_bottleneck_rate_with_little_loss() {
         "send rate {send_rate:.0} B/s vs link {link_bps:.0} B/s"
     );
     assert!(goodput > 0.4 * link_bps, "goodput {goodput:.0}");
-    assert!(open_loss > 0.5, "the open-loop sender should lose most: {open_loss}");
-    assert!(loss < 0.1 && loss < open_loss / 5.0, "loss {loss} vs open-loop {open_loss}");
+    assert!(
+        open_loss > 0.5,
+        "the open-loop sender should lose most: {open_loss}"
+    );
+    assert!(
+        loss < 0.1 && loss < open_loss / 5.0,
+        "loss {loss} vs open-loop {open_loss}"
+    );
     assert!(
         (0.3..=3.0).contains(&(est_rate / link_bps)),
         "the CM's estimate {est_rate:.0} B/s vs link {link_bps:.0} B/s"
@@ -565,7 +583,10 @@ fn two_sockets_to_one_host_share_a_macroflow_fairly() {
         k.finish();
     }
     assert!(jain >= 0.9, "Jain {jain}");
-    assert!(sum > 0.4 * link_bps && sum < 1.2 * link_bps, "together {sum:.0} B/s");
+    assert!(
+        sum > 0.4 * link_bps && sum < 1.2 * link_bps,
+        "together {sum:.0} B/s"
+    );
 }
 
 // ---- hostile bytes, back-pressure ------------------------------------------
@@ -598,12 +619,12 @@ fn malformed_datagrams_are_counted_and_dropped() {
         vec![],
         b"no header at all".to_vec(),
         vec![0xC3],
-        vec![0x00; 16],              // bad magic
-        vec![0xC3, 0x11, 0, 0, 1],   // data, truncated header
-        vec![0xC3, 0x1f, 0, 0],      // unknown kind
+        vec![0x00; 16],            // bad magic
+        vec![0xC3, 0x11, 0, 0, 1], // data, truncated header
+        vec![0xC3, 0x1f, 0, 0],    // unknown kind
         bad_version.to_vec(),
         bad_ack.to_vec(),
-        good_ack[..30].to_vec(),     // truncated ack
+        good_ack[..30].to_vec(), // truncated ack
     ];
     for g in &garbage {
         raw.send(g).unwrap();
@@ -675,14 +696,18 @@ fn a_full_queue_is_would_block_and_nothing_is_lost_silently() {
     assert_eq!(s.send(&big).unwrap_err().kind(), ErrorKind::InvalidInput);
     // Blocking with a write timeout: waits, then WouldBlock.
     s.set_nonblocking(false).unwrap();
-    s.set_write_timeout(Some(Duration::from_millis(100))).unwrap();
+    s.set_write_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
     let t = Instant::now();
     assert_eq!(s.send(&data).unwrap_err().kind(), ErrorKind::WouldBlock);
     assert!(t.elapsed() >= Duration::from_millis(90));
     // Unconnected: an error, not a panic.
     let mut u = CcUdpSocket::bind(&cm, LOCAL).unwrap();
     assert_eq!(u.send(b"x").unwrap_err().kind(), ErrorKind::NotConnected);
-    assert_eq!(u.recv(&mut [0u8; 8]).unwrap_err().kind(), ErrorKind::NotConnected);
+    assert_eq!(
+        u.recv(&mut [0u8; 8]).unwrap_err().kind(),
+        ErrorKind::NotConnected
+    );
 }
 
 #[test]

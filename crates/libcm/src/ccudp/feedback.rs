@@ -222,14 +222,14 @@ impl Accounting {
         // the window, a hole with REORDER later arrivals is a loss.
         let window_start = ack.highest.saturating_sub(63);
         let last = ack.highest.checked_sub(REORDER - 1);
-        let mut seq = self.base;
-        for s in self.slots.iter_mut() {
+        for (seq, s) in (self.base..).zip(self.slots.iter_mut()) {
             if last.is_none_or(|l| seq >= l) {
                 break;
             }
             if s.state == State::Pending {
                 let b = u64::from(s.bytes);
-                let received = seq < window_start && self.peer_bytes.saturating_sub(self.credited) >= b;
+                let received =
+                    seq < window_start && self.peer_bytes.saturating_sub(self.credited) >= b;
                 nsent += b;
                 if received {
                     s.state = State::Received;
@@ -242,7 +242,6 @@ impl Accounting {
                     self.counters.lost += 1;
                 }
             }
-            seq += 1;
         }
         // 3. An RTT sample from the echoed datagram, if this ack is the
         // first to report it (no sample from duplicate or stale acks).
@@ -280,7 +279,10 @@ impl Accounting {
         let delay = u64::from(ack.echo_delay_us);
         // The time it left the socket, not when it was queued: queueing in
         // the CM is not round-trip time (libcm's `buffered_send_time`).
-        let raw = match self.index(ack.echo_seq).and_then(|i| self.slots[i].departed) {
+        let raw = match self
+            .index(ack.echo_seq)
+            .and_then(|i| self.slots[i].departed)
+        {
             Some(t) => now.saturating_since(t).as_micros(),
             None => u64::from(now_ts.wrapping_sub(ack.echo_ts)),
         };

@@ -89,7 +89,10 @@ fn a_gap_with_three_later_arrivals_is_a_transient_loss() {
     // Only two later arrivals: 1 may just be reordered.
     let a = p.ack(t(10));
     let fb = p.deliver(&a, t(10)).unwrap();
-    assert_eq!((fb.nsent.get(), fb.nrecd.get(), fb.loss), (3000, 3000, LossMode::None));
+    assert_eq!(
+        (fb.nsent.get(), fb.nrecd.get(), fb.loss),
+        (3000, 3000, LossMode::None)
+    );
     p.arrive(4, t(11));
     let a = p.ack(t(11));
     let fb = p.deliver(&a, t(11)).unwrap();

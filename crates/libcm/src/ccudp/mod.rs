@@ -8,7 +8,7 @@
 //!   ([`Cm::open_buffered`](crate::Cm::open_buffered) +
 //!   [`Cm::send`](crate::Cm::send)): it leaves the socket when the
 //!   macroflow's window and pacing allow, so the socket is TCP-friendly
-//!   and shares its macroflow with every other flow of the same [`Cm`] to
+//!   and shares its macroflow with every other flow of the same [`Cm`](crate::Cm) to
 //!   the same host. A full queue is [`std::io::ErrorKind::WouldBlock`] in
 //!   non-blocking mode and a wait in blocking mode; nothing is dropped
 //!   silently.

@@ -125,7 +125,10 @@ mod tests {
         assert_eq!(r.on_data(&h(2), 100, t), Arrival::New); // 1 lost
         assert!(r.ack_due());
         let a = r.take_ack(Instant::from_micros(1500)).unwrap();
-        assert_eq!((a.highest, a.mask, a.recv_count, a.recv_bytes), (2, 0b101, 2, 200));
+        assert_eq!(
+            (a.highest, a.mask, a.recv_count, a.recv_bytes),
+            (2, 0b101, 2, 200)
+        );
         assert_eq!((a.echo_seq, a.echo_ts, a.echo_delay_us), (2, 2, 500));
         assert!(r.take_ack(t).is_none());
         // Late arrival fills the gap; a duplicate is dropped.

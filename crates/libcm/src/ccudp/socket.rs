@@ -104,10 +104,7 @@ fn cm_err(e: CmError) -> io::Error {
 }
 
 fn not_connected() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::NotConnected,
-        "CcUdpSocket is not connected",
-    )
+    io::Error::new(io::ErrorKind::NotConnected, "CcUdpSocket is not connected")
 }
 
 impl CcUdpSocket {
@@ -432,7 +429,9 @@ impl CcUdpSocket {
         let (now, _) = self.now();
         let mut seq = p.acct.departed();
         while seq < sent {
-            let at = cm.buffered_send_time(flow, seq).map_or(now, |t| self.to_core(t));
+            let at = cm
+                .buffered_send_time(flow, seq)
+                .map_or(now, |t| self.to_core(t));
             if let Some(p) = &mut self.peer {
                 p.acct.on_departed(at);
             }

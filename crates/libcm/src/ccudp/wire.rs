@@ -248,7 +248,10 @@ mod tests {
             decode(&[MAGIC, 2 << 4 | 1, 0, 0]),
             Err(WireError::BadVersion(2))
         );
-        assert_eq!(decode(&[MAGIC, 1 << 4 | 9, 0, 0]), Err(WireError::BadKind(9)));
+        assert_eq!(
+            decode(&[MAGIC, 1 << 4 | 9, 0, 0]),
+            Err(WireError::BadKind(9))
+        );
         assert_eq!(decode(&[MAGIC, 1 << 4 | 1, 0, 0, 1]), Err(WireError::Short));
         let mut a = Ack {
             session: 0,
