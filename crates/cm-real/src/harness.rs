@@ -147,6 +147,7 @@ impl Rig {
                 // A lossy 60 ms path can stall a Reno transfer for several
                 // backed-off RTOs; the default idle limit (60 s) is kept.
                 spec.connect_timeout = Duration::from_secs(20);
+                spec.time_limit = j.limit;
                 Scheduled { at: j.at, spec }
             })
             .collect();

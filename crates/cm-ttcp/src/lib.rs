@@ -183,6 +183,11 @@ pub struct SendSpec {
     pub connect_timeout: Duration,
     /// Give up if nothing new is acknowledged for this long. Default 60 s.
     pub idle_timeout: Duration,
+    /// Stop after this long even if bytes remain: the summary then counts
+    /// what was acknowledged by then and says `complete: false` (for
+    /// experiments that run flows for a fixed time). Default: none.
+    #[serde(default)]
+    pub time_limit: Option<Duration>,
 }
 
 impl SendSpec {
@@ -196,7 +201,14 @@ impl SendSpec {
             progress_interval: None,
             connect_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
+            time_limit: None,
         }
+    }
+
+    /// Stopped after `limit` (see [`SendSpec::time_limit`]).
+    pub fn time_limit(mut self, limit: Duration) -> SendSpec {
+        self.time_limit = Some(limit);
+        self
     }
 
     /// With progress samples every `every`.
@@ -228,6 +240,9 @@ impl SendSpec {
         }
         if self.connect_timeout.is_zero() || self.idle_timeout.is_zero() {
             return bad("timeouts must be > 0");
+        }
+        if self.time_limit.is_some_and(|d| d.is_zero()) {
+            return bad("time limit must be > 0");
         }
         if self
             .progress_interval

@@ -137,7 +137,13 @@ pub(crate) fn send(
     let mut progressed = Instant::now();
     let mut last_acked = 0;
     let acked = |s: &TcpStream, written: u64| written.saturating_sub(tcp_outq(s).unwrap_or(0));
+    let deadline = spec.time_limit.map(|t| started + t);
+    let mut timed_out = false;
     while written < spec.bytes {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            timed_out = true;
+            break;
+        }
         let n = usize::try_from(spec.bytes - written)
             .unwrap_or(CHUNK)
             .min(CHUNK);
@@ -147,11 +153,11 @@ pub(crate) fn send(
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
                 let now = Instant::now();
-                wait_fd(
-                    &stream,
-                    PollFlags::OUT,
-                    prog.wait(now, Duration::from_millis(100)),
-                )?;
+                let mut wait = prog.wait(now, Duration::from_millis(100));
+                if let Some(d) = deadline {
+                    wait = wait.min(d.saturating_duration_since(now));
+                }
+                wait_fd(&stream, PollFlags::OUT, wait)?;
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(TtcpError::io(format!("write to {dst}"), e)),
@@ -165,6 +171,33 @@ pub(crate) fn send(
         } else if now >= progressed + spec.idle_timeout {
             return Err(stalled(spec, a));
         }
+    }
+    if timed_out {
+        // At the time limit: count what is acknowledged now and stop.
+        let end = Instant::now();
+        let a = acked(&stream, written);
+        prog.due(end, || a);
+        let retrans = tcp_total_retrans(&stream).unwrap_or(0);
+        let cpu = thread_cpu().saturating_sub(cpu0);
+        let seconds = end.saturating_duration_since(started).as_secs_f64();
+        let _ = stream.shutdown(Shutdown::Both);
+        return Ok(Summary {
+            transport: Transport::linux(cc),
+            role: Role::Sender,
+            local: local.to_string(),
+            peer: dst.to_string(),
+            bytes: a,
+            seconds,
+            throughput_bps: throughput(a, seconds),
+            retransmissions: u64::from(retrans),
+            cpu_s: cpu.as_secs_f64(),
+            start_s: secs(started),
+            end_s: secs(end),
+            start_unix_s: start_unix,
+            complete: false,
+            progress: prog.samples,
+            tcpcm: None,
+        });
     }
     stream
         .shutdown(Shutdown::Write)

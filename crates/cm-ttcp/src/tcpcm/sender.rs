@@ -171,6 +171,9 @@ impl Engine<'_, '_> {
                     c.started + c.spec.connect_timeout
                 };
                 until = until.min(limit);
+                if let Some(t) = c.spec.time_limit {
+                    until = until.min(c.started + t);
+                }
             }
             let mut wait = until.saturating_duration_since(now);
             if let Some(d) = self.cm.next_timeout() {
@@ -474,14 +477,17 @@ impl Engine<'_, '_> {
         Ok(())
     }
 
-    /// Completed connections: close the flow (the macroflow lingers with
-    /// what it learned, cm-implementation-linux §4.3), record the summary.
+    /// Completed connections, and connections at their time limit: close
+    /// the flow (the macroflow lingers with what it learned,
+    /// cm-implementation-linux §4.3), record the summary.
     fn finish(&mut self, now: Instant) {
         for slot in 0..self.conns.len() {
-            let done = self.conns[slot]
-                .as_ref()
-                .is_some_and(|c| c.tcp.is_complete());
-            if !done {
+            let Some(c) = self.conns[slot].as_ref() else {
+                continue;
+            };
+            let complete = c.tcp.is_complete();
+            let timed_out = c.spec.time_limit.is_some_and(|t| now >= c.started + t);
+            if !complete && !timed_out {
                 continue;
             }
             if let Some(mut c) = self.conns[slot].take() {
@@ -497,7 +503,7 @@ impl Engine<'_, '_> {
                         obs(c.index, &sample);
                     }
                 }
-                self.results.push((c.index, Ok(c.summary(now, true))));
+                self.results.push((c.index, Ok(c.summary(now, complete))));
             }
         }
     }
