@@ -317,7 +317,9 @@ impl Path {
                 DELAYBOX_TABLE,
             ],
         )?;
-        for t in [TUN_FORWARD, TUN_REVERSE] {
+        // Packets the delay box writes back, and the router's own packets (`iif lo`:
+        // through a TUN they would come back as martians), go straight to their veth.
+        for t in [TUN_FORWARD, TUN_REVERSE, "lo"] {
             ip(
                 &rtr,
                 &[
