@@ -446,6 +446,45 @@ impl Path {
         Ipv4Addr::new(10, self.k(), 2, 2)
     }
 
+    /// Give the receiver host another address, `10.k.2.(2 + n)` for
+    /// `n` in `1..=200`, routed through the same bottleneck and delay box
+    /// (for programs that need a second destination host behind the same
+    /// path, e.g. two macroflows competing). Returns the address.
+    pub fn add_receiver_address(&self, n: u8) -> Result<Ipv4Addr> {
+        if !(1..=200).contains(&n) {
+            return Err(anyhow!("receiver address index {n} out of 1..=200"));
+        }
+        let addr = Ipv4Addr::new(10, self.k(), 2, 2 + n);
+        let host = format!("{addr}/32");
+        run(
+            "ip",
+            &[
+                "-n",
+                self.ns(Node::Receiver),
+                "addr",
+                "add",
+                &host,
+                "dev",
+                "lo",
+            ],
+        )?;
+        // Into the forward TUN like the main address; the delay box's
+        // policy table already routes the whole receiver subnet onward.
+        run(
+            "ip",
+            &[
+                "-n",
+                self.ns(Node::Router),
+                "route",
+                "add",
+                &host,
+                "dev",
+                TUN_FORWARD,
+            ],
+        )?;
+        Ok(addr)
+    }
+
     /// The router's addresses: toward the sender and toward the receiver.
     pub fn router_addrs(&self) -> (Ipv4Addr, Ipv4Addr) {
         (

@@ -4,9 +4,9 @@
 //! one TCP, so the outside flow keeps about half the link; four
 //! independent TCPs take about four fifths).
 //!
-//! Set A: 4 TCP/CM transfers on one CM + 1 Linux Reno. Set B: 4 Linux Reno
-//! + 1 Linux Reno. Every transfer runs for the same fixed time; rates are
-//! measured from 100 ms progress samples over the window in which all five
+//! Set A: 4 TCP/CM transfers on one CM and 1 Linux Reno. Set B: 4 Linux
+//! Reno and 1 Linux Reno. Every transfer runs for the same fixed time; rates
+//! are measured from 100 ms progress samples over the window in which all five
 //! are running and past their start-up.
 
 use std::fmt::Write as _;
@@ -45,7 +45,10 @@ fn run_set(rig: &Rig, inner: &Transport, secs: f64, warmup: f64) -> Result<SetRe
     let t0 = r.iter().map(|s| s.start_s).fold(f64::INFINITY, f64::min);
     let end = r.iter().map(|s| s.end_s).fold(f64::INFINITY, f64::min);
     let window = (t0 + warmup, end.min(t0 + secs) - 0.5);
-    let rates: Vec<f64> = r.iter().map(|s| rate_between(s, window.0, window.1)).collect();
+    let rates: Vec<f64> = r
+        .iter()
+        .map(|s| rate_between(s, window.0, window.1))
+        .collect();
     Ok(SetResult {
         inner: rates[..INNER].to_vec(),
         outside: rates[INNER],
@@ -56,7 +59,11 @@ fn run_set(rig: &Rig, inner: &Transport, secs: f64, warmup: f64) -> Result<SetRe
 
 /// Runs set A (TCP/CM ensemble) and set B (Linux TCP), alternating `reps` times.
 pub fn run(opts: &RealOpts) -> Result<Output> {
-    let (secs, warmup, reps) = if opts.quick { (20.0, 5.0, 1) } else { (60.0, 10.0, 2) };
+    let (secs, warmup, reps) = if opts.quick {
+        (20.0, 5.0, 1)
+    } else {
+        (60.0, 10.0, 2)
+    };
     let cfg = PathConfig {
         rate_bps: 10_000_000,
         one_way_delay: Duration::from_millis(30),
@@ -87,12 +94,24 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     for (label, sets) in [("tcpcm", &cm_sets), ("linux", &tcp_sets)] {
         for (k, s) in sets.iter().enumerate() {
             for (i, r) in s.inner.iter().enumerate() {
-                let _ = writeln!(csv, "{label},{k},inner{i},{r:.0},{:.2},{:.2}", s.window.0, s.window.1);
+                let _ = writeln!(
+                    csv,
+                    "{label},{k},inner{i},{r:.0},{:.2},{:.2}",
+                    s.window.0, s.window.1
+                );
             }
-            let _ = writeln!(csv, "{label},{k},outside,{:.0},{:.2},{:.2}", s.outside, s.window.0, s.window.1);
+            let _ = writeln!(
+                csv,
+                "{label},{k},outside,{:.0},{:.2},{:.2}",
+                s.outside, s.window.0, s.window.1
+            );
             summary.push(format!(
                 "{label} run {k}: inner {} Mbit/s, outside {:.2} Mbit/s, outside share {:.2}",
-                s.inner.iter().map(|r| format!("{:.2}", r / 1e6)).collect::<Vec<_>>().join(" "),
+                s.inner
+                    .iter()
+                    .map(|r| format!("{:.2}", r / 1e6))
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 s.outside / 1e6,
                 share(s)
             ));
@@ -124,7 +143,11 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
                 })
                 .collect();
             Series {
-                label: if i < INNER { format!("TCP/CM {}", i + 1) } else { "outside Reno".into() },
+                label: if i < INNER {
+                    format!("TCP/CM {}", i + 1)
+                } else {
+                    "outside Reno".into()
+                },
                 points,
                 style: Style::Line,
             }

@@ -98,7 +98,11 @@ impl Rig {
         let mut opts = ReceiverOptions::default();
         if let Some(w) = host.rcv_window {
             opts.rcv_wnd = w;
-            path.sysctl(Node::Receiver, "net.ipv4.tcp_rmem", &format!("4096 131072 {w}"))?;
+            path.sysctl(
+                Node::Receiver,
+                "net.ipv4.tcp_rmem",
+                &format!("4096 131072 {w}"),
+            )?;
         }
         let rcv = path.receiver_addr();
         let receivers = path

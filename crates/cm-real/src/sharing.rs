@@ -38,7 +38,10 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         loss: 0.0,
         reverse_rate_bps: None,
     };
-    let stacks = [("linux", Transport::linux("reno")), ("tcpcm", Transport::TcpCm)];
+    let stacks = [
+        ("linux", Transport::linux("reno")),
+        ("tcpcm", Transport::TcpCm),
+    ];
     let rig = Rig::build(cfg, HostOptions::sack(true))?;
     let bar = Progress::new("real-sharing", stacks.len() * reps, opts.quiet);
     // times[stack][request] = transfer times over the repetitions.
@@ -59,20 +62,30 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
                 times[i][k].push(s.seconds);
             }
             if matches!(t, Transport::TcpCm) {
-                windows.push(r.iter().map(|s| s.tcpcm.as_ref().and_then(|d| d.window_at_open)).collect());
+                windows.push(
+                    r.iter()
+                        .map(|s| s.tcpcm.as_ref().and_then(|d| d.window_at_open))
+                        .collect(),
+                );
             }
             bar.tick();
         }
     }
     rig.finish()?;
-    let per_req: Vec<Vec<f64>> = times.iter().map(|v| v.iter().map(|x| mean(x)).collect()).collect();
+    let per_req: Vec<Vec<f64>> = times
+        .iter()
+        .map(|v| v.iter().map(|x| mean(x)).collect())
+        .collect();
     let (linux, cm) = (&per_req[0], &per_req[1]);
     let later = 1.0 - mean(&cm[1..]) / mean(&linux[1..]);
     let first = 1.0 - cm[0] / linux[0];
     let mut csv = String::from("request,linux_s,tcpcm_s,tcpcm_window_at_open\n");
     let mut summary = Vec::new();
     for k in 0..COUNT {
-        let w = windows.first().and_then(|w| w[k]).map_or(String::new(), |w| w.to_string());
+        let w = windows
+            .first()
+            .and_then(|w| w[k])
+            .map_or(String::new(), |w| w.to_string());
         let _ = writeln!(csv, "{},{:.4},{:.4},{w}", k + 1, linux[k], cm[k]);
         summary.push(format!(
             "request {}: linux {:.3} s, tcpcm {:.3} s",
@@ -84,7 +97,11 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     summary.push(format!("later_improvement {later:.2}, first {first:.2}"));
     let line = |v: &[f64], l: &str| Series {
         label: l.into(),
-        points: v.iter().enumerate().map(|(i, t)| ((i + 1) as f64, *t)).collect(),
+        points: v
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ((i + 1) as f64, *t))
+            .collect(),
         style: Style::Line,
     };
     Ok(Output {

@@ -118,7 +118,10 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         .enumerate()
         .map(|(i, (name, _, _))| Series {
             label: (*name).into(),
-            points: table[i].iter().map(|&(p, b, _)| (p * 100.0, b / 1e6)).collect(),
+            points: table[i]
+                .iter()
+                .map(|&(p, b, _)| (p * 100.0, b / 1e6))
+                .collect(),
             style: Style::Line,
         })
         .collect();

@@ -49,7 +49,10 @@ fn measure(
     let mut runs: Vec<Vec<Summary>> = vec![Vec::new(); stacks.len()];
     for _ in 0..reps {
         for (i, (_, t)) in stacks.iter().enumerate() {
-            let mut r = rig.run(&[Job::now(bytes, t.clone())], Some(Duration::from_millis(100)))?;
+            let mut r = rig.run(
+                &[Job::now(bytes, t.clone())],
+                Some(Duration::from_millis(100)),
+            )?;
             runs[i].push(r.remove(0));
             bar.tick();
         }
@@ -85,12 +88,16 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     let lossy = measure(&lossy_rig, &stacks, bytes, reps, &bar)?;
     let lossy_stats = lossy_rig.path().stats().ok();
     lossy_rig.finish()?;
-    let mean = |v: &[Summary], f: fn(&Summary) -> f64| v.iter().map(f).sum::<f64>() / v.len() as f64;
+    let mean =
+        |v: &[Summary], f: fn(&Summary) -> f64| v.iter().map(f).sum::<f64>() / v.len() as f64;
     let tput: Vec<f64> = runs.iter().map(|v| mean(v, |s| s.throughput_bps)).collect();
     let cpu: Vec<f64> = runs.iter().map(|v| mean(v, |s| s.cpu_per_mb())).collect();
     let ratio = tput[0] / tput[1];
     let ratio_cubic = tput[0] / tput[2];
-    let lossy_tput: Vec<f64> = lossy.iter().map(|v| mean(v, |s| s.throughput_bps)).collect();
+    let lossy_tput: Vec<f64> = lossy
+        .iter()
+        .map(|v| mean(v, |s| s.throughput_bps))
+        .collect();
     let lossy_ratio = lossy_tput[0] / lossy_tput[1];
     let mut csv = String::from(
         "path,stack,run,bytes,seconds,throughput_bps,retransmissions,cpu_s,cpu_s_per_mb\n",
@@ -102,10 +109,10 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
                 let _ = writeln!(
                     csv,
                     "{label},{name},{k},{},{:.3},{:.0},{},{:.3},{:.5}",
-                s.bytes,
-                s.seconds,
-                s.throughput_bps,
-                s.retransmissions,
+                    s.bytes,
+                    s.seconds,
+                    s.throughput_bps,
+                    s.retransmissions,
                     s.cpu_s,
                     s.cpu_per_mb()
                 );
@@ -119,7 +126,9 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
             cpu[i] * 1e3
         ));
     }
-    summary.push(format!("tcpcm/reno {ratio:.3}, tcpcm/cubic {ratio_cubic:.3}"));
+    summary.push(format!(
+        "tcpcm/reno {ratio:.3}, tcpcm/cubic {ratio_cubic:.3}"
+    ));
     summary.push(format!(
         "unlimited window: tcpcm {:.1}, reno {:.1}, cubic {:.1} Mbit/s; tcpcm/reno {lossy_ratio:.3}",
         lossy_tput[0] / 1e6,
@@ -137,7 +146,9 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
                 .progress
                 .iter()
                 .map(|p| {
-                    let r = (p.bytes - prev.1.min(p.bytes)) as f64 * 8.0 / (p.t - prev.0).max(1e-6) / 1e6;
+                    let r = (p.bytes - prev.1.min(p.bytes)) as f64 * 8.0
+                        / (p.t - prev.0).max(1e-6)
+                        / 1e6;
                     prev = (p.t, p.bytes);
                     (p.t, r)
                 })

@@ -1,5 +1,7 @@
-//! `cm demo` end to end over real loopback UDP: the CM fills each emulated
-//! bottleneck, and flows sharing a macroflow share it equally
+//! `cm demo` end to end over real UDP: on loopback (user-space bottleneck
+//! per receiver) the CM fills each bottleneck; on the emulated path (root:
+//! namespaces, kernel tbf, delay box) two macroflows share one bottleneck
+//! about equally. Either way flows sharing a macroflow share it equally
 //! (sigcomm1999 §2: an ensemble behaves like one flow; §4.6 scheduler).
 
 #![allow(clippy::unwrap_used)]
@@ -25,6 +27,7 @@ fn demo(args: &[&str]) -> serde_json::Value {
 fn flows_fill_the_path_and_share_it_fairly() {
     let rate_mbit = 8.0;
     let v = demo(&[
+        "--loopback",
         "--duration",
         "5",
         "--stagger",
@@ -47,6 +50,56 @@ fn flows_fill_the_path_and_share_it_fairly() {
     }
     let shared = mfs.iter().find(|m| m["dst"] == "127.0.0.1").unwrap();
     assert_eq!(shared["flows"], 3);
+    let jain = shared["jain"].as_f64().unwrap();
+    assert!(
+        jain > 0.98,
+        "flows sharing a macroflow get equal shares: {jain}"
+    );
+}
+
+/// As root the demo runs on a real emulated path: both destinations sit
+/// behind one 8 Mbit/s tbf bottleneck, so the two macroflows (3 flows and
+/// 1 flow) each get about half of it — the 3-flow ensemble is no more
+/// aggressive than the single flow.
+#[test]
+fn on_the_emulated_path_two_macroflows_split_one_bottleneck() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let rate_mbit = 8.0;
+    let v = demo(&[
+        "--duration",
+        "8",
+        "--stagger",
+        "0.5",
+        "--rate-mbit",
+        "8",
+        "--interval",
+        "1",
+    ]);
+    let mfs = v["macroflows"].as_array().unwrap();
+    assert_eq!(mfs.len(), 2, "one macroflow per destination: {v}");
+    let aggs: Vec<f64> = mfs
+        .iter()
+        .map(|m| m["aggregate_bps"].as_f64().unwrap() / 1e6)
+        .collect();
+    let total: f64 = aggs.iter().sum();
+    assert!(
+        total > 0.75 * rate_mbit && total < 1.02 * rate_mbit,
+        "together {total} Mbit/s through one {rate_mbit} Mbit/s bottleneck: {v}"
+    );
+    for a in &aggs {
+        assert!(
+            *a > 0.3 * total && *a < 0.7 * total,
+            "each macroflow about half: {aggs:?}"
+        );
+    }
+    let shared = mfs.iter().find(|m| m["flows"] == 3).unwrap();
+    assert!(
+        shared["dst"].as_str().unwrap().starts_with("10."),
+        "{shared}"
+    );
     let jain = shared["jain"].as_f64().unwrap();
     assert!(
         jain > 0.98,

@@ -1,11 +1,19 @@
-//! `cm demo`: the CM on this machine, end to end, over real UDP on loopback.
+//! `cm demo`: the CM on this machine, end to end, over real UDP.
 //!
-//! Several flows to 127.0.0.1 share one macroflow and a flow to 127.0.0.2
-//! gets its own (flows to different receivers never share). Each receiver
-//! sits behind its own user-space bottleneck (rate, DropTail queue, one-way
-//! delay) and acknowledges every datagram that crosses it; the acks drive
-//! `cm_update`. Flows start staggered, so later ones join a macroflow that
-//! already knows the path.
+//! Several flows to one receiver host share one macroflow and a flow to a
+//! second receiver address gets its own (flows to different hosts never
+//! share). Receivers acknowledge every datagram that crosses the
+//! bottleneck; the acks drive `cm_update`. Flows start staggered, so later
+//! ones join a macroflow that already knows the path.
+//!
+//! Two networks:
+//! - **as root** (unless `--loopback`): a real emulated path built with
+//!   cm-netem — sender and receiver in their own network namespaces, a
+//!   kernel `tbf` bottleneck and DropTail queue on the router, the TUN
+//!   delay box for the one-way delay. Both receiver addresses sit behind
+//!   the same bottleneck, so the two macroflows compete for it.
+//! - **otherwise**: loopback, each receiver behind its own user-space
+//!   bottleneck (rate, DropTail queue, one-way delay) in the receiver.
 
 mod link;
 mod receiver;
@@ -13,6 +21,7 @@ mod report;
 mod sender;
 pub(crate) mod wire;
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration as StdDuration, Instant as StdInstant};
@@ -24,7 +33,7 @@ use receiver::{PathSpec, Receiver};
 use sender::{App, Sender};
 
 /// Options of `cm demo`.
-#[derive(Debug, clap::Args)]
+#[derive(Clone, Debug, clap::Args)]
 pub struct DemoArgs {
     /// How long to run, in seconds.
     #[arg(long, default_value_t = 10.0)]
@@ -54,6 +63,10 @@ pub struct DemoArgs {
     /// Print the summary as JSON (status lines go to stderr).
     #[arg(long)]
     pub json: bool,
+    /// Use loopback with user-space bottlenecks even as root (by default
+    /// root gets a real emulated path in network namespaces).
+    #[arg(long)]
+    pub loopback: bool,
 }
 
 /// Run the demo.
@@ -83,16 +96,30 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     let queue_bytes = args
         .queue_packets
         .map_or(bdp.max(10 * 1500), |p| p.max(1) * 1500);
+    if !args.loopback && rustix::process::geteuid().is_root() {
+        return run_emulated(args, rate, delay, queue_bytes);
+    }
+    eprintln!(
+        "network: loopback, a user-space bottleneck in front of each receiver \
+         ({} Mbit/s, {} ms one way, {} KB queue){}",
+        args.rate_mbit,
+        args.delay_ms,
+        queue_bytes / 1000,
+        if rustix::process::geteuid().is_root() {
+            ""
+        } else {
+            "; run as root for a real emulated path in network namespaces"
+        }
+    );
     let path = PathSpec {
         rate_bytes_per_sec: rate,
         queue_bytes,
         one_way_delay: delay,
     };
-
     let epoch = StdInstant::now();
     let stop = Arc::new(AtomicBool::new(false));
-    let rx_a = Receiver::spawn("127.0.0.1", path, epoch, stop.clone())?;
-    let rx_b = match Receiver::spawn("127.0.0.2", path, epoch, stop.clone()) {
+    let rx_a = Receiver::spawn("127.0.0.1", Some(path), epoch, stop.clone())?;
+    let rx_b = match Receiver::spawn("127.0.0.2", Some(path), epoch, stop.clone()) {
         Ok(r) => r,
         Err(e) => {
             stop.store(true, Ordering::Relaxed);
@@ -100,23 +127,102 @@ pub fn run(args: &DemoArgs) -> Result<()> {
             return Err(e);
         }
     };
-    let stagger = StdDuration::from_secs_f64(args.stagger);
-    let mut apps = Vec::new();
-    for i in 0..args.shared {
-        apps.push(App::new(rx_a.addr, stagger * i as u32));
-    }
-    for i in 0..args.other {
-        apps.push(App::new(rx_b.addr, stagger * i as u32));
-    }
-    // A 1460-byte grant plus the demo's headers fits a 1500-byte packet.
-    let cfg = Config {
-        mtu: Bytes(1460 - 28),
-        ..Config::default()
-    };
-    let result = drive(CongestionManager::new(cfg)?, apps, epoch, args);
+    let apps = apps(args, rx_a.addr, rx_b.addr);
+    let result = drive(
+        CongestionManager::new(demo_config())?,
+        apps,
+        epoch,
+        args,
+        IpAddr::V4(Ipv4Addr::LOCALHOST),
+    );
     stop.store(true, Ordering::Relaxed);
     let drops = rx_a.join()? + rx_b.join()?;
     let (sender, measured) = result?;
+    report::summary(&sender, measured, drops, args.json)
+}
+
+/// The shared flows to `a`, staggered, then the others to `b`.
+fn apps(args: &DemoArgs, a: SocketAddr, b: SocketAddr) -> Vec<App> {
+    let stagger = StdDuration::from_secs_f64(args.stagger);
+    let mut apps = Vec::new();
+    for i in 0..args.shared {
+        apps.push(App::new(a, stagger * i as u32));
+    }
+    for i in 0..args.other {
+        apps.push(App::new(b, stagger * i as u32));
+    }
+    apps
+}
+
+/// A 1460-byte grant plus the demo's headers fits a 1500-byte packet.
+fn demo_config() -> Config {
+    Config {
+        mtu: Bytes(1460 - 28),
+        ..Config::default()
+    }
+}
+
+/// The demo on a real emulated path (root): receivers in the receiver's
+/// namespace at two addresses, the sender's CM in the sender's namespace,
+/// the kernel's tbf queue and the TUN delay box in between.
+fn run_emulated(args: &DemoArgs, rate: u64, delay: StdDuration, queue_bytes: u64) -> Result<()> {
+    let cfg = cm_netem::PathConfig {
+        rate_bps: rate * 8,
+        one_way_delay: delay,
+        queue: cm_netem::Queue::Bytes(queue_bytes),
+        loss: 0.0,
+        reverse_rate_bps: None,
+    };
+    let _ = cm_netem::sweep_stale();
+    let path = cm_netem::Path::build(cfg)?;
+    let rcv = path.receiver_addr();
+    // A second receiver address behind the same bottleneck (a second host
+    // as far as the CM can tell).
+    let other = path.add_receiver_address(1)?;
+    eprintln!(
+        "network: emulated path (cm-netem) {} -> tbf {} Mbit/s, {} KB queue -> delay box {} ms each way -> {rcv} and {other}; namespaces {}",
+        path.sender_addr(),
+        args.rate_mbit,
+        queue_bytes / 1000,
+        args.delay_ms,
+        path.namespaces().join(", ")
+    );
+    let epoch = StdInstant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let receivers = path
+        .spawn_in(
+            cm_netem::Node::Receiver,
+            move || -> Result<(Receiver, Receiver)> {
+                let a = Receiver::spawn(&rcv.to_string(), None, epoch, flag.clone())?;
+                let b = Receiver::spawn(&other.to_string(), None, epoch, flag)?;
+                Ok((a, b))
+            },
+        )?
+        .join()
+        .map_err(|_| anyhow::anyhow!("receiver setup panicked"))??;
+    let (rx_a, rx_b) = receivers;
+    let apps = apps(args, rx_a.addr, rx_b.addr);
+    let sender_ip = IpAddr::V4(path.sender_addr());
+    let a = args.clone();
+    let result = path
+        .spawn_in(cm_netem::Node::Sender, move || {
+            drive(
+                CongestionManager::new(demo_config())?,
+                apps,
+                epoch,
+                &a,
+                sender_ip,
+            )
+        })?
+        .join()
+        .map_err(|_| anyhow::anyhow!("sender panicked"));
+    stop.store(true, Ordering::Relaxed);
+    rx_a.join()?;
+    rx_b.join()?;
+    let drops = path.stats().map_or(0, |s| s.bottleneck.dropped);
+    path.teardown()?;
+    let (sender, measured) = result??;
     report::summary(&sender, measured, drops, args.json)
 }
 
@@ -127,8 +233,9 @@ fn drive(
     apps: Vec<App>,
     epoch: StdInstant,
     args: &DemoArgs,
+    ip: IpAddr,
 ) -> Result<(Sender, StdDuration)> {
-    let mut s = Sender::new(cm, apps, epoch)?;
+    let mut s = Sender::new(cm, apps, epoch, ip)?;
     let end = Instant::ZERO + Duration::from_micros((args.duration * 1e6) as u64);
     let mark = Instant::ZERO + Duration::from_micros((args.duration * 0.5e6) as u64);
     let every = Duration::from_micros((args.interval * 1e6) as u64);

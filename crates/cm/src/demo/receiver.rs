@@ -1,5 +1,6 @@
-//! The receiving host: a UDP socket behind an emulated bottleneck. Every
-//! data datagram that survives the bottleneck is acknowledged to its sender
+//! The receiving host: a UDP socket, behind a user-space bottleneck on
+//! loopback or at the end of a real emulated path (cm-netem). Every data
+//! datagram that survives the bottleneck is acknowledged to its sender
 //! (application-level feedback, cm-implementation-linux §3.3).
 
 use std::net::{SocketAddr, UdpSocket};
@@ -28,8 +29,15 @@ pub struct PathSpec {
 }
 
 impl Receiver {
-    /// Bind `ip` (a loopback address) on an ephemeral port and serve until `stop`.
-    pub fn spawn(ip: &str, path: PathSpec, epoch: Instant, stop: Arc<AtomicBool>) -> Result<Self> {
+    /// Bind `ip` on an ephemeral port and serve until `stop`. `path`: the
+    /// user-space bottleneck in front of the socket (loopback), or `None`
+    /// when a real path already is the bottleneck.
+    pub fn spawn(
+        ip: &str,
+        path: Option<PathSpec>,
+        epoch: Instant,
+        stop: Arc<AtomicBool>,
+    ) -> Result<Self> {
         let sock = UdpSocket::bind((ip, 0)).with_context(|| format!("binding receiver on {ip}"))?;
         sock.set_nonblocking(true)?;
         let addr = sock.local_addr()?;
@@ -47,20 +55,32 @@ impl Receiver {
     }
 }
 
-fn serve(sock: &UdpSocket, path: PathSpec, epoch: Instant, stop: &AtomicBool) -> Result<u64> {
-    let delay_us = u64::try_from(path.one_way_delay.as_micros()).unwrap_or(u64::MAX);
-    let mut link = EmulatedLink::new(path.rate_bytes_per_sec, path.queue_bytes, delay_us);
+fn serve(
+    sock: &UdpSocket,
+    path: Option<PathSpec>,
+    epoch: Instant,
+    stop: &AtomicBool,
+) -> Result<u64> {
+    // No user-space bottleneck (a real path is the bottleneck): acknowledge
+    // at once.
+    let mut link = path.map(|p| {
+        let delay_us = u64::try_from(p.one_way_delay.as_micros()).unwrap_or(u64::MAX);
+        EmulatedLink::new(p.rate_bytes_per_sec, p.queue_bytes, delay_us)
+    });
     let mut buf = vec![0u8; 65_536];
     let mut out = Vec::with_capacity(64);
     let now_us = || u64::try_from(epoch.elapsed().as_micros()).unwrap_or(u64::MAX);
     while !stop.load(Ordering::Relaxed) {
         let now = now_us();
         // Deliver (acknowledge) everything that has crossed the link.
-        while let Some((ack, to)) = link.poll_arrival(now) {
-            ack_to(sock, &ack, to, &mut out)?;
+        if let Some(link) = link.as_mut() {
+            while let Some((ack, to)) = link.poll_arrival(now) {
+                ack_to(sock, &ack, to, &mut out)?;
+            }
         }
         let wait_us = link
-            .next_arrival()
+            .as_ref()
+            .and_then(EmulatedLink::next_arrival)
             .map_or(50_000, |t| t.saturating_sub(now).clamp(1, 50_000));
         if !crate::wait::readable(sock, Duration::from_micros(wait_us))? {
             continue;
@@ -74,15 +94,20 @@ fn serve(sock: &UdpSocket, path: PathSpec, epoch: Instant, stop: &AtomicBool) ->
                         echo_us: d.sent_us,
                         len: u32::try_from(n).unwrap_or(u32::MAX),
                     };
-                    // The IP and UDP headers cross the bottleneck too.
-                    link.offer(now_us(), n as u64 + 28, (ack, from));
+                    match link.as_mut() {
+                        // The IP and UDP headers cross the bottleneck too.
+                        Some(link) => {
+                            link.offer(now_us(), n as u64 + 28, (ack, from));
+                        }
+                        None => ack_to(sock, &ack, from, &mut out)?,
+                    }
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(e).context("receiver recv"),
         }
     }
-    Ok(link.dropped)
+    Ok(link.map_or(0, |l| l.dropped))
 }
 
 fn ack_to(sock: &UdpSocket, ack: &Ack, to: SocketAddr, out: &mut Vec<u8>) -> Result<()> {

@@ -66,9 +66,14 @@ pub struct Sender {
 }
 
 impl Sender {
-    /// A sender on an ephemeral loopback port.
-    pub fn new(cm: CongestionManager, apps: Vec<App>, epoch: StdInstant) -> Result<Self> {
-        let sock = UdpSocket::bind("127.0.0.1:0").context("binding sender socket")?;
+    /// A sender on an ephemeral port of `ip`.
+    pub fn new(
+        cm: CongestionManager,
+        apps: Vec<App>,
+        epoch: StdInstant,
+        ip: std::net::IpAddr,
+    ) -> Result<Self> {
+        let sock = UdpSocket::bind((ip, 0)).context("binding sender socket")?;
         sock.set_nonblocking(true)?;
         let mut cm = cm;
         let client = cm.register_client(Instant::ZERO)?;
