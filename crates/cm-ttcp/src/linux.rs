@@ -172,71 +172,55 @@ pub(crate) fn send(
             return Err(stalled(spec, a));
         }
     }
-    if timed_out {
-        // At the time limit: count what is acknowledged now and stop.
-        let end = Instant::now();
-        let a = acked(&stream, written);
-        prog.due(end, || a);
-        let retrans = tcp_total_retrans(&stream).unwrap_or(0);
-        let cpu = thread_cpu().saturating_sub(cpu0);
-        let seconds = end.saturating_duration_since(started).as_secs_f64();
-        let _ = stream.shutdown(Shutdown::Both);
-        return Ok(Summary {
-            transport: Transport::linux(cc),
-            role: Role::Sender,
-            local: local.to_string(),
-            peer: dst.to_string(),
-            bytes: a,
-            seconds,
-            throughput_bps: throughput(a, seconds),
-            retransmissions: u64::from(retrans),
-            cpu_s: cpu.as_secs_f64(),
-            start_s: secs(started),
-            end_s: secs(end),
-            start_unix_s: start_unix,
-            complete: false,
-            progress: prog.samples,
-            tcpcm: None,
-        });
-    }
-    stream
-        .shutdown(Shutdown::Write)
-        .map_err(|e| TtcpError::io("shutdown", e))?;
-    // The receiver closes once it has read everything: EOF here means
-    // every byte arrived.
-    let mut sink = [0u8; 4096];
-    loop {
-        match stream.read(&mut sink) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                let now = Instant::now();
-                wait_fd(
-                    &stream,
-                    PollFlags::IN,
-                    prog.wait(now, Duration::from_millis(100)),
-                )?;
+    // At the time limit, what is acknowledged by now counts; otherwise
+    // finish the transfer.
+    if !timed_out {
+        stream
+            .shutdown(Shutdown::Write)
+            .map_err(|e| TtcpError::io("shutdown", e))?;
+        // The receiver closes once it has read everything: EOF here means
+        // every byte arrived.
+        let mut sink = [0u8; 4096];
+        loop {
+            match stream.read(&mut sink) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    let now = Instant::now();
+                    wait_fd(
+                        &stream,
+                        PollFlags::IN,
+                        prog.wait(now, Duration::from_millis(100)),
+                    )?;
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(TtcpError::io(format!("read from {dst}"), e)),
             }
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(TtcpError::io(format!("read from {dst}"), e)),
-        }
-        let now = Instant::now();
-        prog.due(now, || acked(&stream, written));
-        let a = acked(&stream, written);
-        if a > last_acked {
-            last_acked = a;
-            progressed = now;
-        } else if now >= progressed + spec.idle_timeout {
-            return Err(stalled(spec, a));
+            let now = Instant::now();
+            prog.due(now, || acked(&stream, written));
+            let a = acked(&stream, written);
+            if a > last_acked {
+                last_acked = a;
+                progressed = now;
+            } else if now >= progressed + spec.idle_timeout {
+                return Err(stalled(spec, a));
+            }
         }
     }
     let end = Instant::now();
     let retrans = tcp_total_retrans(&stream).unwrap_or(0);
     let cpu = thread_cpu().saturating_sub(cpu0);
+    let bytes = if timed_out {
+        let a = acked(&stream, written);
+        let _ = stream.shutdown(Shutdown::Both);
+        a
+    } else {
+        written
+    };
     if prog.step.is_some() {
         prog.samples.push(ProgressSample {
             t: end.saturating_duration_since(started).as_secs_f64(),
-            bytes: written,
+            bytes,
         });
         if let (Some(o), Some(s)) = (prog.observer.as_mut(), prog.samples.last()) {
             o(index, s);
@@ -248,15 +232,15 @@ pub(crate) fn send(
         role: Role::Sender,
         local: local.to_string(),
         peer: dst.to_string(),
-        bytes: written,
+        bytes,
         seconds,
-        throughput_bps: throughput(written, seconds),
+        throughput_bps: throughput(bytes, seconds),
         retransmissions: u64::from(retrans),
         cpu_s: cpu.as_secs_f64(),
         start_s: secs(started),
         end_s: secs(end),
         start_unix_s: start_unix,
-        complete: true,
+        complete: !timed_out,
         progress: prog.samples,
         tcpcm: None,
     })

@@ -35,7 +35,17 @@ pub fn run_experiment(a: &ExperimentArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if a.name == "real" || cm_real::is_real(&a.name) {
-        return run_real(a);
+        let opts = cm_real::RealOpts {
+            quick: a.quick,
+            quiet: false,
+        };
+        let names: Vec<&str> = if a.name == "real" {
+            cm_real::EXPERIMENTS.iter().map(|(n, _, _)| *n).collect()
+        } else {
+            vec![a.name.as_str()]
+        };
+        let report = (a.name == "real").then_some("report-real.md");
+        return run_each(a, &names, report, |n| cm_real::run(n, &opts));
     }
     let opts = Opts {
         quick: a.quick,
@@ -47,42 +57,22 @@ pub fn run_experiment(a: &ExperimentArgs) -> anyhow::Result<()> {
     } else {
         vec![a.name.as_str()]
     };
-    let mut outs = Vec::new();
-    for n in names {
-        let t0 = Instant::now();
-        let o = experiments::run(n, &opts)?;
-        experiments::write(&o, &a.out)?;
-        print_checks(n, &o);
-        eprintln!(
-            "{n}: {:.1} s, wrote {}/{n}.{{csv,svg,json}}",
-            t0.elapsed().as_secs_f64(),
-            a.out.display()
-        );
-        outs.push(o);
-    }
-    if a.name == "all" {
-        let path = a.out.join("report.md");
-        std::fs::write(&path, experiments::report(&outs, a.quick))?;
-        eprintln!("wrote {}", path.display());
-    }
-    Ok(())
+    let report = (a.name == "all").then_some("report.md");
+    run_each(a, &names, report, |n| Ok(experiments::run(n, &opts)?))
 }
 
-/// The real-network experiments (cm-netem paths; root).
-fn run_real(a: &ExperimentArgs) -> anyhow::Result<()> {
-    let opts = cm_real::RealOpts {
-        quick: a.quick,
-        quiet: false,
-    };
-    let names: Vec<&str> = if a.name == "real" {
-        cm_real::EXPERIMENTS.iter().map(|(n, _, _)| *n).collect()
-    } else {
-        vec![a.name.as_str()]
-    };
+/// Runs `names` one after another with `run`, writing each one's files and
+/// printing its checks, then the markdown `report` of them all if asked.
+fn run_each(
+    a: &ExperimentArgs,
+    names: &[&str],
+    report: Option<&str>,
+    run: impl Fn(&str) -> anyhow::Result<experiments::Output>,
+) -> anyhow::Result<()> {
     let mut outs = Vec::new();
-    for n in names {
+    for &n in names {
         let t0 = Instant::now();
-        let o = cm_real::run(n, &opts)?;
+        let o = run(n)?;
         experiments::write(&o, &a.out)?;
         print_checks(n, &o);
         eprintln!(
@@ -92,8 +82,8 @@ fn run_real(a: &ExperimentArgs) -> anyhow::Result<()> {
         );
         outs.push(o);
     }
-    if a.name == "real" {
-        let path = a.out.join("report-real.md");
+    if let Some(file) = report {
+        let path = a.out.join(file);
         std::fs::write(&path, experiments::report(&outs, a.quick))?;
         eprintln!("wrote {}", path.display());
     }
