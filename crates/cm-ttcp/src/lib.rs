@@ -14,6 +14,7 @@
 //! | `linux` | Linux TCP sender and receiver (`TCP_CONGESTION`, `TCP_INFO`) |
 //! | [`summary`] | [`Summary`], [`Transport`], [`ProgressSample`] |
 //! | [`error`] | [`TtcpError`] |
+//! | `payload` | the bytes: zeros, or a file read and written by stream offset |
 //! | `net`, `clock`, `sys` | sockets, the µs clock and thread CPU time, `TCP_INFO`/`SIOCOUTQ` |
 //!
 //! ## TCP/CM over UDP (cm-implementation-linux §3.2)
@@ -116,6 +117,7 @@ mod clock;
 pub mod error;
 mod linux;
 mod net;
+mod payload;
 pub mod summary;
 mod sys;
 mod tcpcm;
@@ -188,6 +190,10 @@ pub struct SendSpec {
     /// experiments that run flows for a fixed time). Default: none.
     #[serde(default)]
     pub time_limit: Option<Duration>,
+    /// Send this file's contents (the first `bytes` of it) instead of
+    /// zeros. See [`SendSpec::file`].
+    #[serde(default)]
+    pub file: Option<std::path::PathBuf>,
 }
 
 impl SendSpec {
@@ -202,7 +208,29 @@ impl SendSpec {
             connect_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             time_limit: None,
+            file: None,
         }
+    }
+
+    /// The whole of the file at `path` to `dst` over `transport`.
+    pub fn file(
+        dst: SocketAddr,
+        path: impl Into<std::path::PathBuf>,
+        transport: Transport,
+    ) -> Result<SendSpec> {
+        let path = path.into();
+        let len = std::fs::metadata(&path)
+            .map_err(|e| TtcpError::io(format!("{}", path.display()), e))?
+            .len();
+        if len == 0 {
+            return Err(TtcpError::Invalid(format!(
+                "{} is empty: nothing to send",
+                path.display()
+            )));
+        }
+        let mut spec = SendSpec::new(dst, len, transport);
+        spec.file = Some(path);
+        Ok(spec)
     }
 
     /// Stopped after `limit` (see [`SendSpec::time_limit`]).
@@ -243,6 +271,18 @@ impl SendSpec {
         }
         if self.time_limit.is_some_and(|d| d.is_zero()) {
             return bad("time limit must be > 0");
+        }
+        if let Some(p) = &self.file {
+            let len = std::fs::metadata(p)
+                .map_err(|e| TtcpError::io(format!("{}", p.display()), e))?
+                .len();
+            if len < self.bytes {
+                return Err(TtcpError::Invalid(format!(
+                    "{} has {len} bytes, fewer than the {} to send",
+                    p.display(),
+                    self.bytes
+                )));
+            }
         }
         if self
             .progress_interval
@@ -445,6 +485,10 @@ pub struct ReceiverOptions {
     pub progress_interval: Option<Duration>,
     /// Forget an unfinished connection silent this long (default 60 s).
     pub idle_timeout: Duration,
+    /// Write what arrives to this file (connection n > 1 to `<file>.n`)
+    /// instead of discarding it.
+    #[serde(default)]
+    pub output: Option<std::path::PathBuf>,
 }
 
 impl Default for ReceiverOptions {
@@ -454,6 +498,7 @@ impl Default for ReceiverOptions {
             delayed_ack: None,
             progress_interval: None,
             idle_timeout: Duration::from_secs(60),
+            output: None,
         }
     }
 }

@@ -18,6 +18,7 @@ use rustix::net::{AddressFamily, SocketFlags, SocketType};
 use crate::clock::{secs, thread_cpu, unix_now};
 use crate::error::{Result, TtcpError};
 use crate::net::{timespec, wait_fd};
+use crate::payload::{Sink, Source};
 use crate::summary::{ProgressSample, Role, Summary, Transport, throughput};
 use crate::sys::{tcp_outq, tcp_total_retrans};
 use crate::{Observer, ReceiverOptions, SendSpec, Until};
@@ -132,7 +133,8 @@ pub(crate) fn send(
         observer,
         index,
     };
-    let chunk = vec![0u8; CHUNK];
+    let source = Source::open(spec.file.as_deref())?;
+    let mut chunk = vec![0u8; CHUNK];
     let mut written: u64 = 0;
     let mut progressed = Instant::now();
     let mut last_acked = 0;
@@ -147,7 +149,9 @@ pub(crate) fn send(
         let n = usize::try_from(spec.bytes - written)
             .unwrap_or(CHUNK)
             .min(CHUNK);
-        match stream.write(chunk.get(..n).unwrap_or(&chunk)) {
+        let part = chunk.get_mut(..n).unwrap_or_default();
+        source.fill(written, part)?;
+        match stream.write(part) {
             Ok(k) => {
                 written += k as u64;
             }
@@ -279,6 +283,7 @@ struct TConn {
     last: Instant,
     next_sample: Option<Instant>,
     samples: Vec<ProgressSample>,
+    sink: Sink,
 }
 
 /// The Linux TCP receiver: accept, read until EOF, close.
@@ -362,6 +367,7 @@ impl TcpReceiverLoop {
                             .set_nonblocking(true)
                             .map_err(|e| TtcpError::io("set non-blocking", e))?;
                         let now = Instant::now();
+                        let sink = Sink::create(self.opts.output.as_deref(), self.next_id + 1)?;
                         self.conns.insert(
                             self.next_id,
                             TConn {
@@ -374,6 +380,7 @@ impl TcpReceiverLoop {
                                 last: now,
                                 next_sample: self.opts.progress_interval.map(|d| now + d),
                                 samples: Vec::new(),
+                                sink,
                             },
                         );
                         self.next_id += 1;
@@ -396,6 +403,7 @@ impl TcpReceiverLoop {
                             break;
                         }
                         Ok(n) => {
+                            c.sink.write(c.bytes, buf.get(..n).unwrap_or_default())?;
                             c.bytes += n as u64;
                             c.last = Instant::now();
                         }

@@ -62,6 +62,10 @@ struct RecvArgs {
     /// Exit after this many transfers (default: run until killed).
     #[arg(long)]
     count: Option<usize>,
+    /// Write the received data to this file (the 2nd transfer to FILE.2,
+    /// ...) instead of discarding it.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
     /// Print summaries as JSON lines.
     #[arg(long)]
     json: bool,
@@ -72,8 +76,11 @@ struct SendArgs {
     /// The receiver, host:port.
     dst: String,
     /// Bytes to send (decimal units: 10MB, 500kB, 1GB; or MiB, KiB).
-    #[arg(long, default_value = "10MB")]
+    #[arg(long, default_value = "10MB", conflicts_with = "file")]
     bytes: String,
+    /// Send this file (all of it) instead of `--bytes` of zeros.
+    #[arg(long, value_name = "FILE")]
+    file: Option<PathBuf>,
     /// Transport.
     #[arg(long, value_enum, default_value_t = Kind::Tcpcm)]
     transport: Kind,
@@ -109,7 +116,11 @@ fn transport(kind: Kind, cc: &str) -> Transport {
 
 fn recv(a: &RecvArgs) -> Result<()> {
     let t = transport(a.transport, &a.cc);
-    let mut rx = Receiver::bind(a.listen, &t, ReceiverOptions::default())?;
+    let opts = ReceiverOptions {
+        output: a.out.clone(),
+        ..ReceiverOptions::default()
+    };
+    let mut rx = Receiver::bind(a.listen, &t, opts)?;
     eprintln!("cm ttcp: receiving {t} on {}", rx.local_addr());
     let until = Until {
         count: a.count,
@@ -157,7 +168,15 @@ pub(crate) fn parse_bytes(s: &str) -> Result<u64> {
 }
 
 fn send(a: &SendArgs) -> Result<()> {
-    let bytes = parse_bytes(&a.bytes)?;
+    let bytes = match &a.file {
+        Some(f) => std::fs::metadata(f)
+            .with_context(|| format!("{}", f.display()))?
+            .len(),
+        None => parse_bytes(&a.bytes)?,
+    };
+    if bytes == 0 {
+        bail!("nothing to send: the file is empty");
+    }
     let dst = a
         .dst
         .to_socket_addrs()
@@ -181,7 +200,9 @@ fn send(a: &SendArgs) -> Result<()> {
     } else {
         Duration::from_secs(2)
     };
-    let spec = SendSpec::new(dst, bytes, t.clone()).progress(if a.json {
+    let mut spec = SendSpec::new(dst, bytes, t.clone());
+    spec.file = a.file.clone();
+    let spec = spec.progress(if a.json {
         Duration::from_millis(100)
     } else {
         every

@@ -11,6 +11,7 @@ use rustix::event::PollFlags;
 use crate::clock::{from_cm, secs, thread_cpu, to_cm, unix_now};
 use crate::error::{Result, TtcpError};
 use crate::net::{SOCKET_BUFFER, big_buffers, send_datagram_to, wait_fd};
+use crate::payload::Sink;
 use crate::summary::{ProgressSample, Role, Summary, Transport, throughput};
 use crate::{ReceiverOptions, Until};
 
@@ -28,6 +29,8 @@ struct RConn {
     reported: bool,
     next_sample: Option<Instant>,
     samples: Vec<ProgressSample>,
+    /// Where the data goes (nowhere, or a file).
+    sink: Sink,
 }
 
 pub(crate) struct UdpReceiver {
@@ -36,6 +39,8 @@ pub(crate) struct UdpReceiver {
     opts: ReceiverOptions,
     conns: HashMap<SocketAddr, RConn>,
     buf: Vec<u8>,
+    /// Connections started so far (names the output files).
+    started: u64,
 }
 
 impl UdpReceiver {
@@ -53,6 +58,7 @@ impl UdpReceiver {
             opts,
             conns: HashMap::new(),
             buf: Vec::with_capacity(128),
+            started: 0,
         })
     }
 
@@ -82,7 +88,9 @@ impl UdpReceiver {
         }
     }
 
-    fn new_conn(&self, now: Instant, seg: &TcpSegment) -> Result<RConn> {
+    fn new_conn(&mut self, now: Instant, seg: &TcpSegment) -> Result<RConn> {
+        self.started += 1;
+        let sink = Sink::create(self.opts.output.as_deref(), self.started)?;
         let cfg = TcpReceiverConfig {
             src_port: seg.dst_port,
             dst_port: seg.src_port,
@@ -102,6 +110,7 @@ impl UdpReceiver {
             reported: false,
             next_sample: self.opts.progress_interval.map(|d| now + d),
             samples: Vec::new(),
+            sink,
         })
     }
 
@@ -130,7 +139,11 @@ impl UdpReceiver {
                         let Ok(seg) = TcpSegment::decode(bytes) else {
                             continue;
                         };
-                        self.on_segment(peer, &seg, &mut out, on_done)?;
+                        // The payload is the datagram's last `len` bytes.
+                        let payload = bytes
+                            .get(bytes.len().saturating_sub(seg.len as usize)..)
+                            .unwrap_or(&[]);
+                        self.on_segment(peer, &seg, payload, &mut out, on_done)?;
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                     Err(e)
@@ -177,6 +190,7 @@ impl UdpReceiver {
         &mut self,
         peer: SocketAddr,
         seg: &TcpSegment,
+        payload: &[u8],
         out: &mut Vec<Summary>,
         on_done: &mut dyn FnMut(&Summary),
     ) -> Result<()> {
@@ -206,6 +220,11 @@ impl UdpReceiver {
             return Ok(());
         };
         let t = to_cm(now);
+        if seg.len > 0 {
+            // By stream offset: out-of-order and repeated data land in
+            // place (data starts at sequence number 1).
+            c.sink.write(seg.seq.saturating_sub(1), payload)?;
+        }
         let before = c.rx.bytes_delivered();
         c.rx.handle_segment(t, seg);
         c.last = now;

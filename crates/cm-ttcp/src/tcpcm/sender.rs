@@ -14,6 +14,7 @@ use rustix::event::{PollFd, PollFlags, poll};
 use crate::clock::{from_cm, secs, thread_cpu, to_cm, unix_now};
 use crate::error::{Result, TtcpError};
 use crate::net::{connected_udp, send_datagram, timespec};
+use crate::payload::Source;
 use crate::summary::{ProgressSample, Role, Summary, TcpCmDetail, Transport, throughput};
 use crate::{Observer, SendSpec, TCPCM_MSS};
 
@@ -45,6 +46,8 @@ struct Conn {
     next_sample: Option<Instant>,
     samples: Vec<ProgressSample>,
     refused: bool,
+    /// The bytes to send (zeros or a file).
+    source: Source,
 }
 
 impl Conn {
@@ -206,6 +209,7 @@ impl Engine<'_, '_> {
     /// Open the connection: socket, CM flow, SYN.
     fn start(&mut self, job: Job) -> Result<()> {
         let spec = job.spec;
+        let source = Source::open(spec.file.as_deref())?;
         let sock = connected_udp(spec.dst, spec.bind)?;
         let local = sock
             .local_addr()
@@ -279,6 +283,7 @@ impl Engine<'_, '_> {
             next_sample,
             samples: Vec::new(),
             refused: false,
+            source,
             spec,
         };
         let slot = match self.conns.iter().position(Option::is_none) {
@@ -521,6 +526,14 @@ impl Engine<'_, '_> {
 fn transmit(c: &mut Conn, seg: &TcpSegment, buf: &mut Vec<u8>) -> Result<()> {
     buf.clear();
     seg.encode(buf);
+    // The payload is the encoding's last `len` bytes; data starts at
+    // sequence number 1 (the SYN takes 0).
+    if seg.len > 0 {
+        let at = buf.len().saturating_sub(seg.len as usize);
+        if let Some(payload) = buf.get_mut(at..) {
+            c.source.fill(seg.seq.saturating_sub(1), payload)?;
+        }
+    }
     if !send_datagram(&c.sock, buf)? {
         c.refused = true;
     }
