@@ -3,6 +3,7 @@
 //! bottleneck sends at about the bottleneck's rate with little loss, where
 //! a plain UDP socket offering the same loses most of what it sends
 //! (cm-implementation-linux §3.3). Needs root (CI runs it as root).
+#![allow(clippy::unwrap_used)]
 
 use std::cell::RefCell;
 use std::io::ErrorKind;
