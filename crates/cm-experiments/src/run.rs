@@ -180,6 +180,7 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
         let tcp = TcpConfig {
             mss: s.mss,
             initial_window: f.initial_window.unwrap_or(2),
+            sack: f.sack,
             ..TcpConfig::default()
         };
         if f.delayed_ack {

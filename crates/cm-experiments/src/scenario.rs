@@ -23,6 +23,7 @@
 //! host = "left1"           # flows naming the same host share its CM
 //! dst = "right1"
 //! start = 0.0
+//! sack = false             # TCP SACK (newreno, tcpcm, web), default false
 //! ```
 //!
 //! The bottleneck link's own delay is `delay_ms - 2 * access.delay_ms`
@@ -167,6 +168,11 @@ pub struct FlowSpec {
     /// Record sequence/ack/window traces (for plots).
     #[serde(default)]
     pub trace: bool,
+    /// SACK (RFC 2018 / RFC 6675) for the flow's TCP (newreno, tcpcm, web;
+    /// default false): the sender asks for it on the SYN, the receiver
+    /// follows the SYN (`cm_transport::TcpConfig::sack`).
+    #[serde(default)]
+    pub sack: bool,
 }
 
 impl FlowSpec {
@@ -193,6 +199,7 @@ impl FlowSpec {
             mean_bytes: None,
             think_s: None,
             trace: false,
+            sack: false,
         }
     }
 

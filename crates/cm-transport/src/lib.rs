@@ -80,7 +80,7 @@ pub use audio::{
 };
 pub use cbr::{CbrError, CbrPacket, CbrSink, CbrSource};
 pub use datagram::Datagram;
-pub use segment::{Flags, TcpSegment};
+pub use segment::{Flags, SackBlocks, TcpSegment};
 pub use tcp::{
     CcMode, Growth, TcpConfig, TcpConfigError, TcpReceiver, TcpReceiverConfig, TcpReceiverStats,
     TcpSender, TcpStats, WriteError,

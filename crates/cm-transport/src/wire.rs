@@ -40,6 +40,9 @@ pub enum DecodeError {
         /// Bytes present.
         actual: usize,
     },
+    /// SACK blocks that are not 1 to 3 non-empty ranges.
+    #[error("malformed SACK blocks")]
+    BadSack,
     /// A declared payload longer than `MAX_PAYLOAD`.
     #[error("payload of {0} bytes exceeds the maximum")]
     PayloadTooLong(u32),

@@ -103,6 +103,15 @@ impl CmAccount {
         self.reported_ahead += self.report(arrived, arrived, LossMode::None, None);
     }
 
+    /// SACK loss recovery (RFC 6675), after the loss was reported once by
+    /// [`CmAccount::on_third_dupack`]: bytes newly declared lost (`IsLost`)
+    /// left the network without arriving, bytes newly SACKed arrived. No
+    /// further congestion signal: one per recovery episode.
+    pub(crate) fn on_sack_progress(&mut self, lost: u64, sacked: u64) {
+        self.reported_ahead += self.report(lost, 0, LossMode::None, None);
+        self.reported_ahead += self.report(sacked, sacked, LossMode::None, None);
+    }
+
     /// Each later duplicate ACK: one segment left the network.
     pub(crate) fn on_later_dupack(&mut self, mss: u64) {
         self.reported_ahead += self.report(mss, mss, LossMode::None, None);

@@ -58,6 +58,11 @@ pub struct TcpConfig {
     /// Take RTT samples from echoed timestamps (RFC 7323 §4) instead of
     /// timing segments with Karn's algorithm.
     pub timestamps: bool,
+    /// Ask for SACK on the SYN (RFC 2018 §2) and, if the receiver agrees,
+    /// recover losses with the RFC 6675 scoreboard: several holes per round
+    /// trip, and no retransmission of SACKed data after a timeout (§5.1).
+    /// Default false: plain NewReno recovery (RFC 6582).
+    pub sack: bool,
 }
 
 impl Default for TcpConfig {
@@ -76,6 +81,7 @@ impl Default for TcpConfig {
             max_rto: Duration::from_secs(60),
             initial_rto: Duration::from_secs(1),
             timestamps: false,
+            sack: false,
         }
     }
 }

@@ -3,7 +3,9 @@
 //! The sender keeps loss recovery (fast retransmit, NewReno partial ACKs,
 //! RFC 6298 timeouts with Karn's algorithm or timestamps, go-back-N after a
 //! timeout), receiver-window flow control and a SYN handshake in both modes;
-//! only congestion control differs ([`CcMode`]).
+//! only congestion control differs ([`CcMode`]). With [`TcpConfig::sack`]
+//! the receiver sends SACK blocks (RFC 2018) and the sender recovers with
+//! the RFC 6675 scoreboard instead of NewReno's one hole per round trip.
 
 mod cm_account;
 mod config;
@@ -11,6 +13,7 @@ mod ledger;
 mod newreno;
 mod receiver;
 mod rtt;
+mod scoreboard;
 mod sender;
 
 pub use config::{CcMode, Growth, TcpConfig, TcpConfigError, TcpReceiverConfig};

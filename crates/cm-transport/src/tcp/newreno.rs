@@ -67,6 +67,16 @@ impl NewRenoCc {
         self.abc_acc = 0;
     }
 
+    /// Entering SACK loss recovery: RFC 6675 §5 step (4.2),
+    /// ssthresh = cwnd = FlightSize / 2 (with RFC 5681 eq. 4's floor of
+    /// 2 SMSS). cwnd then stays put for the whole recovery; what may be sent
+    /// is cwnd - pipe (step C).
+    pub(crate) fn on_enter_sack_recovery(&mut self, flight: u64) {
+        self.ssthresh = (flight / 2).max(2 * self.mss);
+        self.cwnd = self.ssthresh;
+        self.abc_acc = 0;
+    }
+
     /// Another duplicate ACK in recovery: RFC 6582 §3.2 step 4 (inflate).
     pub(crate) fn on_dupack_in_recovery(&mut self) {
         self.cwnd += self.mss;

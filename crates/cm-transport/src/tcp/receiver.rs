@@ -1,12 +1,12 @@
-//! The TCP receiver: cumulative ACKs, out-of-order buffering, delayed ACKs
-//! and timestamp echo.
+//! The TCP receiver: cumulative ACKs, out-of-order buffering, delayed ACKs,
+//! timestamp echo and SACK blocks (RFC 2018) when the SYN asks for them.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use cm_core::Instant;
 
 use super::config::{TcpConfigError, TcpReceiverConfig};
-use crate::segment::{Flags, TcpSegment};
+use crate::segment::{Flags, MAX_SACK_BLOCKS, SackBlocks, TcpSegment};
 
 /// Counters of a receiver.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,6 +36,12 @@ pub struct TcpReceiver {
     out: VecDeque<TcpSegment>,
     unacked: u32,
     delack_at: Option<Instant>,
+    /// SACK negotiated: the SYN carried `SACK_OK` (RFC 2018 §2).
+    sack: bool,
+    /// RFC 2018 §4: one sequence number inside each block most recently
+    /// reported, most recent first (the first is the block holding the
+    /// latest out-of-order segment).
+    sack_recent: Vec<u64>,
     stats: TcpReceiverStats,
 }
 
@@ -56,6 +62,8 @@ impl TcpReceiver {
             out: VecDeque::new(),
             unacked: 0,
             delack_at: None,
+            sack: false,
+            sack_recent: Vec::new(),
             stats: TcpReceiverStats::default(),
         })
     }
@@ -76,6 +84,11 @@ impl TcpReceiver {
     /// Counters.
     pub fn stats(&self) -> TcpReceiverStats {
         self.stats
+    }
+
+    /// Whether the SYN asked for SACK (and the receiver sends SACK blocks).
+    pub fn sack_enabled(&self) -> bool {
+        self.sack
     }
 
     /// Out-of-order ranges currently buffered, `(start, end)` sequence numbers.
@@ -111,11 +124,52 @@ impl TcpReceiver {
             len: 0,
             ts_val: now.as_micros(),
             ts_ecr: self.ts_recent,
+            sack: SackBlocks::NONE,
         }
     }
 
+    /// The SACK blocks for the next ACK (RFC 2018 §4): the block holding
+    /// the most recently received out-of-order segment first, then the
+    /// other most recently reported blocks that still exist, then (if room
+    /// is left) any other buffered ranges, lowest first. At most
+    /// [`MAX_SACK_BLOCKS`] blocks; none once everything is in order.
+    fn sack_blocks(&mut self) -> SackBlocks {
+        let mut out = SackBlocks::NONE;
+        if !self.sack || self.ooo.is_empty() {
+            self.sack_recent.clear();
+            return out;
+        }
+        let containing = |ooo: &BTreeMap<u64, u64>, seq: u64| {
+            ooo.range(..=seq)
+                .next_back()
+                .filter(|&(_, &e)| e > seq)
+                .map(|(&s, &e)| (s, e))
+        };
+        let mut listed: Vec<(u64, u64)> = Vec::with_capacity(MAX_SACK_BLOCKS);
+        for &seq in &self.sack_recent {
+            if let Some(b) = containing(&self.ooo, seq) {
+                if b.0 < b.1 && !listed.contains(&b) {
+                    listed.push(b);
+                }
+            }
+        }
+        for (&s, &e) in &self.ooo {
+            // (An out-of-order FIN is buffered as an empty range.)
+            if s < e && !listed.contains(&(s, e)) {
+                listed.push((s, e));
+            }
+        }
+        listed.truncate(MAX_SACK_BLOCKS);
+        self.sack_recent = listed.iter().map(|b| b.0).collect();
+        for (s, e) in listed {
+            out.push(s, e);
+        }
+        out
+    }
+
     fn ack_now(&mut self, now: Instant) {
-        let seg = self.control(now, Flags::ACK);
+        let mut seg = self.control(now, Flags::ACK);
+        seg.sack = self.sack_blocks();
         self.out.push_back(seg);
         self.stats.acks_sent += 1;
         self.unacked = 0;
@@ -128,10 +182,17 @@ impl TcpReceiver {
             if !self.established {
                 self.established = true;
                 self.rcv_nxt = seg.seq + 1;
+                // RFC 2018 §2: SACK is used only if the SYN permits it.
+                self.sack = seg.flags.contains(Flags::SACK_OK);
             }
             // Answer every (re)transmitted SYN.
             self.ts_recent = seg.ts_val;
-            let synack = self.control(now, Flags::SYN | Flags::ACK);
+            let flags = if self.sack {
+                Flags::SYN | Flags::ACK | Flags::SACK_OK
+            } else {
+                Flags::SYN | Flags::ACK
+            };
+            let synack = self.control(now, flags);
             self.out.push_back(synack);
             self.stats.acks_sent += 1;
             return;
@@ -160,6 +221,11 @@ impl TcpReceiver {
             // RFC 5681 §4.2: an immediate duplicate ACK for out-of-order data.
             self.stats.out_of_order += 1;
             self.insert_ooo(start, end);
+            if self.sack {
+                // RFC 2018 §4: the first block reports the segment that
+                // triggered this ACK.
+                self.sack_recent.insert(0, start);
+            }
             self.ack_now(now);
             return;
         }
@@ -287,5 +353,86 @@ mod tests {
         assert!(r.fin_received());
         assert_eq!(r.bytes_delivered(), 100);
         assert_eq!(acks(&mut r), vec![1, 102]);
+    }
+
+    fn open_sack() -> TcpReceiver {
+        let mut r = TcpReceiver::new(TcpReceiverConfig::default()).unwrap();
+        let syn = TcpSegment {
+            flags: Flags::SYN | Flags::SACK_OK,
+            ..Default::default()
+        };
+        r.handle_segment(Instant::ZERO, &syn);
+        let sa = r.poll_transmit(Instant::ZERO).unwrap();
+        assert!(sa.flags.contains(Flags::SYN | Flags::ACK | Flags::SACK_OK));
+        assert!(r.sack_enabled());
+        r
+    }
+
+    fn sacks(r: &mut TcpReceiver) -> Vec<(u64, Vec<(u64, u64)>)> {
+        std::iter::from_fn(|| r.poll_transmit(Instant::ZERO))
+            .map(|s| (s.ack, s.sack.as_slice().to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn no_sack_blocks_unless_the_syn_asks() {
+        let mut r = open(TcpReceiverConfig::default());
+        assert!(!r.sack_enabled());
+        r.handle_segment(Instant::ZERO, &data(201, 100));
+        assert_eq!(sacks(&mut r), vec![(1, vec![])]);
+    }
+
+    /// RFC 2018 §4: the first block holds the segment that triggered the
+    /// ACK, then the most recently reported blocks; adjacent data merges.
+    #[test]
+    fn sack_blocks_most_recent_first_and_merged() {
+        let mut r = open_sack();
+        let t = Instant::ZERO;
+        r.handle_segment(t, &data(201, 100)); // hole 1..201
+        r.handle_segment(t, &data(401, 100)); // hole 301..401
+        r.handle_segment(t, &data(601, 100)); // hole 501..601
+        r.handle_segment(t, &data(301, 100)); // merges with 401..501
+        assert_eq!(
+            sacks(&mut r),
+            vec![
+                (1, vec![(201, 301)]),
+                (1, vec![(401, 501), (201, 301)]),
+                (1, vec![(601, 701), (401, 501), (201, 301)]),
+                (1, vec![(201, 501), (601, 701)]),
+            ]
+        );
+        // A duplicate of buffered data moves its block to the front.
+        r.handle_segment(t, &data(601, 100));
+        assert_eq!(sacks(&mut r), vec![(1, vec![(601, 701), (201, 501)])]);
+        // Filling the first hole: cumulative ACK moves, the rest is still
+        // SACKed; filling the last: no blocks.
+        r.handle_segment(t, &data(1, 200));
+        assert_eq!(sacks(&mut r), vec![(501, vec![(601, 701)])]);
+        r.handle_segment(t, &data(501, 100));
+        assert_eq!(sacks(&mut r), vec![(701, vec![])]);
+    }
+
+    /// At most three blocks (RFC 2018 §3 with timestamps): the newest ones.
+    #[test]
+    fn sack_blocks_at_most_three_newest_first() {
+        let mut r = open_sack();
+        let t = Instant::ZERO;
+        for k in 0..5 {
+            r.handle_segment(t, &data(101 + 200 * k, 100));
+        }
+        let all = sacks(&mut r);
+        let last = &all.last().unwrap().1;
+        assert_eq!(last, &vec![(901, 1001), (701, 801), (501, 601)]);
+        assert!(
+            all.iter()
+                .all(|(_, b)| b.len() <= crate::segment::MAX_SACK_BLOCKS)
+        );
+        // Blocks that were left out come back (in recency order) once
+        // there is room.
+        r.handle_segment(t, &data(1, 100));
+        r.handle_segment(t, &data(201, 100));
+        r.handle_segment(t, &data(401, 100));
+        let all = sacks(&mut r);
+        assert_eq!(all.last().unwrap(), &(601, vec![(901, 1001), (701, 801)]));
     }
 }
