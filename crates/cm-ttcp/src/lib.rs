@@ -54,6 +54,10 @@
 //! grants are in payload bytes. The CM's default MTU is 1460, so a grant
 //! may exceed one segment; the sender uses 1426 of it and notifies what it
 //! sent. For an exact match give the CM [`cm_config`] (MTU 1426).
+//! With [`SendSpec::sack`] the receiver's ACKs carry up to 3 SACK blocks
+//! (1 + 16 bytes each after the 46-byte header, at most 95 bytes); they are
+//! pure ACKs, and data segments never carry blocks, so the MSS is the same
+//! with SACK on.
 //!
 //! The receiver advertises [`ReceiverOptions::rcv_wnd`] (16 MiB: never the
 //! limit) and both ends ask for 8 MiB socket buffers (`SO_RCVBUFFORCE` /
@@ -194,6 +198,12 @@ pub struct SendSpec {
     /// zeros. See [`SendSpec::file`].
     #[serde(default)]
     pub file: Option<std::path::PathBuf>,
+    /// TCP/CM: ask for SACK on the SYN (`cm_transport::TcpConfig::sack`;
+    /// RFC 2018 blocks, RFC 6675 recovery). The TCP/CM receiver follows
+    /// what the SYN asks for. Linux TCP ignores it (the kernel's
+    /// `net.ipv4.tcp_sack` decides). Default false.
+    #[serde(default)]
+    pub sack: bool,
 }
 
 impl SendSpec {
@@ -209,6 +219,7 @@ impl SendSpec {
             idle_timeout: Duration::from_secs(60),
             time_limit: None,
             file: None,
+            sack: false,
         }
     }
 
@@ -236,6 +247,12 @@ impl SendSpec {
     /// Stopped after `limit` (see [`SendSpec::time_limit`]).
     pub fn time_limit(mut self, limit: Duration) -> SendSpec {
         self.time_limit = Some(limit);
+        self
+    }
+
+    /// TCP/CM with or without SACK (see [`SendSpec::sack`]).
+    pub fn sack(mut self, on: bool) -> SendSpec {
+        self.sack = on;
         self
     }
 

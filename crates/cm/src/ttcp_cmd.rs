@@ -97,6 +97,9 @@ struct SendArgs {
     /// Print the summary as JSON (with progress samples every 100 ms).
     #[arg(long)]
     json: bool,
+    /// TCP/CM: use SACK (RFC 2018 / RFC 6675; the receiver follows the SYN).
+    #[arg(long)]
+    sack: bool,
 }
 
 /// Run `cm ttcp`.
@@ -202,6 +205,7 @@ fn send(a: &SendArgs) -> Result<()> {
     };
     let mut spec = SendSpec::new(dst, bytes, t.clone());
     spec.file = a.file.clone();
+    spec.sack = a.sack;
     let spec = spec.progress(if a.json {
         Duration::from_millis(100)
     } else {

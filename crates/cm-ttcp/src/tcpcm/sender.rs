@@ -258,6 +258,7 @@ impl Engine<'_, '_> {
             // cm-implementation-linux §3.2 "TCP input": RTT samples from
             // RFC 1323 timestamps, passed to the CM with cm_update().
             timestamps: true,
+            sack: spec.sack,
             ..TcpConfig::default()
         };
         let tcp = match TcpSender::new(cfg, to_cm(started)) {
