@@ -2,6 +2,7 @@
 """Classify ns-3's retransmissions by TCP state and by whether they were needed.
 
 Usage: python3 ns3/spurious.py RATE_BPS [SEEDS...]   (default seeds 1..10)
+       SACK=1 python3 ns3/spurious.py ...              (runs dumbbell --sack=1)
 
 Runs target/ns3/dumbbell --traceCwnd=1 (which prints every data segment sent,
 every bottleneck drop with its sequence number and every congestion-state
@@ -23,7 +24,9 @@ seeds = [int(s) for s in sys.argv[2:]] or list(range(1, 11))
 rows = []
 for s in seeds:
     p = subprocess.run([f"{ROOT}/target/ns3/dumbbell", f"--seed={s}", f"--rate={rate}",
-                        "--duration=20", "--traceCwnd=1"], capture_output=True, text=True,
+                        "--duration=20", "--traceCwnd=1",
+                        f"--sack={1 if os.environ.get('SACK') == '1' else 0}"],
+                       capture_output=True, text=True,
                        check=True)
     doc = json.loads(p.stdout)
     hi = collections.defaultdict(int)
@@ -48,7 +51,7 @@ for s in seeds:
             hi[flow] = max(hi[flow], seq + int(f[4]))
     rows.append((doc["aggregate_goodput_bps"], doc["bottleneck_drops"], c))
 m = statistics.mean
-print(f"rate {rate} bit/s, seeds {seeds}: goodput {m(r[0] for r in rows) / 1e3:.1f} kbit/s, "
+print(f"rate {rate} bit/s, SACK {os.environ.get('SACK') == '1'}, seeds {seeds}: goodput {m(r[0] for r in rows) / 1e3:.1f} kbit/s, "
       f"drops {m(r[1] for r in rows):.1f}")
 for st in ("OPEN", "RECOVERY", "LOSS"):
     sp = m(r[2][(st, False)] for r in rows)
