@@ -9,7 +9,7 @@
 //! | module | what |
 //! |---|---|
 //! | [`segment`] | [`TcpSegment`] and its wire encoding |
-//! | [`tcp`] | [`TcpSender`] (NewReno or TCP/CM) and [`TcpReceiver`] |
+//! | [`tcp`] | [`TcpSender`] (NewReno or TCP/CM, optionally with SACK) and [`TcpReceiver`] |
 //! | [`cbr`] | constant-bit-rate UDP source and sink |
 //! | [`audio`] | the layered audio server of sigcomm1999 §3.2.2 and its receiver |
 //! | [`datagram`] | [`Datagram`], everything a driver carries |

@@ -912,7 +912,13 @@ impl TcpSender {
         if self.cm.is_none() {
             return;
         }
-        let (top, lost) = self.lost_below(self.cm_lost_to.max(self.snd_una));
+        // Losses only while recovering: after the recovery point is
+        // acknowledged, a new loss is the next episode's congestion signal.
+        let (top, lost) = if self.sack_recovering() {
+            self.lost_below(self.cm_lost_to.max(self.snd_una))
+        } else {
+            (self.cm_lost_to, 0)
+        };
         self.cm_lost_to = self.cm_lost_to.max(top);
         let sacked = self.unreported_sacked();
         if let Some(cm) = self.cm.as_mut() {
@@ -923,7 +929,9 @@ impl TcpSender {
     /// RFC 6675 §5.1 on a timeout: keep the scoreboard, retransmit only
     /// un-SACKed data (no go-back-N over SACKed segments), and start no new
     /// recovery until RecoveryPoint (= HighData, set by the caller) is
-    /// acknowledged.
+    /// acknowledged. RFC 2018 §5 would discard the SACK information in case
+    /// the receiver reneged; RFC 6675 §5.1 (and RFC 2018 erratum 1610) allow
+    /// keeping it, and our receiver never discards out-of-order data.
     fn sack_timeout(&mut self) {
         self.rto_recovery = self.snd_una < self.snd_max;
         self.high_rxt = self.snd_una;
