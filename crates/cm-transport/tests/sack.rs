@@ -318,3 +318,37 @@ fn tcp_cm_with_sack_reports_one_loss_per_episode_and_conserves_bytes() {
     let r = retransmission_times(&n);
     assert!(r[3] - r[0] >= rtt.saturating_mul(2), "{r:?}");
 }
+
+/// RFC 6675 NextSeg rule (4): when the receiver window stops new data and
+/// no hole is left to repair, one "rescue" retransmission of the highest
+/// outstanding un-SACKed segment per recovery, once the cumulative ACK
+/// passed the first retransmission; never a second one.
+#[test]
+fn one_rescue_retransmission_when_the_window_stops_new_data() {
+    let total = 200 * MSS;
+    let snd = TcpSender::new(cfg(total, true, CcMode::NewReno), Instant::ZERO).unwrap();
+    // 64 KB receive window: during the recovery the holes pin SND.UNA and
+    // the window, not cwnd, limits new data.
+    let rcv = TcpReceiver::new(TcpReceiverConfig::default()).unwrap();
+    let pipe = Pipe::new(20, 1_250_000, 100).drop(&[40, 43, 46, 49]);
+    let mut c = Conn::new(snd, rcv, pipe, None);
+    assert!(c.run_until(secs(30), |c| c.snd.is_complete()));
+    let st = c.snd.stats();
+    assert_eq!((st.fast_retransmits, st.timeouts), (1, 0), "{st:?}");
+    assert_eq!(st.retransmits, 5, "four holes and one rescue: {st:?}");
+    let mut seen = std::collections::BTreeSet::new();
+    let rexmits: Vec<_> = c.pipe.log.iter().filter(|s| !seen.insert(s.seq)).collect();
+    let holes: Vec<u64> = rexmits[..4].iter().map(|s| (s.seq - 1) / MSS).collect();
+    assert_eq!(holes, vec![40, 43, 46, 49]);
+    // The rescue: the highest segment sent before it.
+    let rescue = rexmits[4];
+    let at = c
+        .pipe
+        .log
+        .iter()
+        .position(|s| std::ptr::eq(s, rescue))
+        .unwrap();
+    let highest = c.pipe.log[..at].iter().map(|s| s.seq).max().unwrap();
+    assert_eq!(rescue.seq, highest);
+    assert_eq!(needless_copies(&c), 1);
+}
