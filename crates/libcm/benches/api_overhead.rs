@@ -25,6 +25,14 @@
 //! acknowledged messages) for reference. Output: µs per packet and the
 //! throughput ratio to raw UDP. `CM_BENCH_QUICK=1` measures 1200-byte
 //! datagrams only, with fewer packets (what CI runs).
+//!
+//! For investigating (never for the table): `CM_BENCH_SIZE=1200` runs one
+//! size; `CM_BENCH_ONLY=alf-bulk/dmn` (comma-separated variant names,
+//! `kernel-tcp` included) runs raw UDP and the variants named only;
+//! `CM_BENCH_BATCH=n` sets the ALF-bulk batch limit; `CM_BENCH_DEBUG=1`
+//! prints, per run, the window, RTT and IPC counters and each thread's CPU
+//! per packet and context switches (the sender is the main thread, the
+//! daemon the other long-lived one, the receiver has exited: "exited").
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -481,9 +489,38 @@ fn run_tcp(n: u64, size: usize) -> StdDuration {
     e
 }
 
+/// CPU time (user + system) of each thread of this process so far, by
+/// thread id, and its context switches (for `CM_BENCH_DEBUG`: who pays for
+/// a variant).
+fn thread_cpu() -> std::collections::HashMap<u64, (StdDuration, u64)> {
+    let mut out = std::collections::HashMap::new();
+    for e in std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let Ok(tid) = e.file_name().to_string_lossy().parse::<u64>() else {
+            continue;
+        };
+        let sw = std::fs::read_to_string(e.path().join("status"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("ctxt_switches"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum();
+        out.insert(tid, (stat_cpu(&e.path().join("stat")), sw));
+    }
+    out
+}
+
 /// CPU time (user + system) of this whole process so far, all threads.
 fn cpu_time() -> StdDuration {
-    let t = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    stat_cpu(std::path::Path::new("/proc/self/stat"))
+}
+
+/// User + system time from a `/proc/.../stat` file.
+fn stat_cpu(path: &std::path::Path) -> StdDuration {
+    let t = std::fs::read_to_string(path).unwrap_or_default();
     // Fields after the command name: utime is the 14th field, stime 15th.
     let rest = t.rsplit_once(')').map_or("", |(_, r)| r);
     let f: Vec<u64> = rest
@@ -516,7 +553,7 @@ fn main() {
     let reps = if quick { 3 } else { 5 };
     let daemon = cmd::TempDaemon::start().expect("daemon starts");
     watchdog(StdDuration::from_secs(10));
-    let variants: Vec<(&str, Option<(Api, bool)>)> = vec![
+    let mut variants: Vec<(&str, Option<(Api, bool)>)> = vec![
         ("raw-udp", None),
         ("buffered/emb", Some((Api::Buffered, false))),
         ("alf/emb", Some((Api::Alf, false))),
@@ -525,6 +562,15 @@ fn main() {
         ("alf/dmn", Some((Api::Alf, true))),
         ("alf-bulk/dmn", Some((Api::AlfBulk, true))),
     ];
+    // For profiling one variant: `CM_BENCH_ONLY=alf-bulk/dmn` (comma-separated
+    // names, `kernel-tcp` included) keeps raw UDP, the baseline, and the
+    // variants named.
+    let mut tcp = true;
+    if let Ok(only) = std::env::var("CM_BENCH_ONLY") {
+        let keep: Vec<&str> = only.split(',').map(str::trim).collect();
+        variants.retain(|(name, v)| v.is_none() || keep.contains(name));
+        tcp = keep.contains(&"kernel-tcp");
+    }
     println!(
         "cm-implementation-linux Fig 6 on loopback: µs per packet (and throughput ÷ raw UDP), \
          {n} packets, window {W}, median of {reps}"
@@ -541,6 +587,12 @@ fn main() {
         for _ in 0..reps {
             for (i, (_, v)) in variants.iter().enumerate() {
                 let cpu0 = cpu_time();
+                let debug = std::env::var_os("CM_BENCH_DEBUG").is_some();
+                let threads0 = if debug {
+                    thread_cpu()
+                } else {
+                    Default::default()
+                };
                 diag(0, i as u64);
                 diag(1, u64::MAX - 1); // a new run counts as progress
                 let t = match v {
@@ -561,14 +613,41 @@ fn main() {
                     t.as_secs_f64() * 1e6 / n as f64,
                     cpu.as_secs_f64() * 1e6 / n as f64
                 );
+                if debug {
+                    // Threads that ran during this variant, busiest first
+                    // (the receiver thread has exited by now: it is the rest).
+                    let mut per: Vec<(u64, StdDuration, u64)> = thread_cpu()
+                        .into_iter()
+                        .map(|(tid, (c, sw))| {
+                            let (c0, sw0) = threads0.get(&tid).copied().unwrap_or_default();
+                            (tid, c.saturating_sub(c0), sw.saturating_sub(sw0))
+                        })
+                        .filter(|&(_, c, sw)| !c.is_zero() || sw > 10)
+                        .collect();
+                    per.sort_by_key(|&(_, c, _)| std::cmp::Reverse(c));
+                    let rest = cpu.saturating_sub(per.iter().map(|&(_, c, _)| c).sum());
+                    eprint!("    µs CPU/packet (context switches) by thread:");
+                    for (tid, c, sw) in per {
+                        eprint!(" {tid}: {:.2} ({sw})", c.as_secs_f64() * 1e6 / n as f64);
+                    }
+                    eprintln!(" exited: {:.2}", rest.as_secs_f64() * 1e6 / n as f64);
+                }
                 times[i].push(t);
             }
-            times[variants.len()].push(run_tcp(n, size));
+            if tcp {
+                times[variants.len()].push(run_tcp(n, size));
+            } else {
+                times[variants.len()].push(StdDuration::ZERO);
+            }
         }
         let med: Vec<StdDuration> = times.into_iter().map(median).collect();
         let base = med[0];
         print!("{size:>6}");
         for (i, m) in med.iter().enumerate() {
+            if m.is_zero() {
+                print!(" {:>20}", "-"); // not run (CM_BENCH_ONLY)
+                continue;
+            }
             let us = m.as_secs_f64() * 1e6 / n as f64;
             let ratio = base.as_secs_f64() / m.as_secs_f64();
             print!(" {:>11.2} ({:>5.2}x)", us, ratio);
@@ -591,12 +670,15 @@ fn main() {
                 .fold(0.0f64, f64::max)
         };
         let (emb, dmn) = (best("/emb"), best("/dmn"));
-        println!(
-            "1200 B: best embedded {:.1}% of raw UDP packets/s (target >= 95%), \
+        // The verdict needs every variant (not a CM_BENCH_ONLY run).
+        if std::env::var_os("CM_BENCH_ONLY").is_none() {
+            println!(
+                "1200 B: best embedded {:.1}% of raw UDP packets/s (target >= 95%), \
              best daemon {:.1}% (target >= 85%)",
-            emb * 100.0,
-            dmn * 100.0
-        );
+                emb * 100.0,
+                dmn * 100.0
+            );
+        }
         for (name, r) in &verdict {
             println!("  {name:<14} {:.1}%", r * 100.0);
         }
