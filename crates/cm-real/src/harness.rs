@@ -32,6 +32,9 @@ pub struct Job {
     /// Stop after this long even if bytes remain (the summary then counts
     /// the bytes acknowledged by then).
     pub limit: Option<Duration>,
+    /// TCP/CM: negotiate SACK (RFC 2018/6675). Linux TCP's SACK is the
+    /// sender namespace's sysctl ([`HostOptions::sack`]).
+    pub sack: bool,
 }
 
 impl Job {
@@ -42,7 +45,14 @@ impl Job {
             bytes,
             transport,
             limit: None,
+            sack: false,
         }
+    }
+
+    /// The same job with TCP/CM's SACK on or off.
+    pub fn with_sack(mut self, on: bool) -> Job {
+        self.sack = on;
+        self
     }
 
     /// The same job, stopped after `limit`.
@@ -152,6 +162,7 @@ impl Rig {
                 // backed-off RTOs; the default idle limit (60 s) is kept.
                 spec.connect_timeout = Duration::from_secs(20);
                 spec.time_limit = j.limit;
+                spec.sack = j.sack;
                 Scheduled { at: j.at, spec }
             })
             .collect();

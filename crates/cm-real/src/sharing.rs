@@ -55,6 +55,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
                     bytes: OBJECT,
                     transport: t.clone(),
                     limit: None,
+                    sack: false,
                 })
                 .collect();
             let r: Vec<Summary> = rig.run(&jobs, None)?;
