@@ -2,16 +2,16 @@
 //! sharing one macroflow, window inheritance, a lossy relay, bad input.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use cm_ttcp::{
     Receiver, ReceiverHandle, ReceiverOptions, SendSpec, Transport, TtcpError, cm_config, send,
     send_concurrent, send_sequence,
 };
+use common::Relay;
 use libcm::Cm;
 
 const MB2: u64 = 2_000_000;
@@ -133,82 +133,6 @@ fn linux_tcp_sequence_uses_fresh_connections() {
     assert_eq!(rx.stop().unwrap().len(), 3);
 }
 
-/// A UDP relay between sender and receiver that drops a fraction of the
-/// data segments (seeded xorshift).
-struct Relay {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    dropped: Arc<AtomicU64>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl Relay {
-    fn start(to: SocketAddr, drop_per_mille: u64, seed: u64) -> Relay {
-        let front = UdpSocket::bind(any()).unwrap();
-        let back = UdpSocket::bind(any()).unwrap();
-        back.connect(to).unwrap();
-        front
-            .set_read_timeout(Some(Duration::from_millis(20)))
-            .unwrap();
-        back.set_read_timeout(Some(Duration::from_millis(20)))
-            .unwrap();
-        let addr = front.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let dropped = Arc::new(AtomicU64::new(0));
-        let client: Arc<Mutex<Option<SocketAddr>>> = Arc::new(Mutex::new(None));
-        let (f2, b2) = (front.try_clone().unwrap(), back.try_clone().unwrap());
-        let (s1, s2, d1, c1, c2) = (
-            stop.clone(),
-            stop.clone(),
-            dropped.clone(),
-            client.clone(),
-            client,
-        );
-        let fwd = std::thread::spawn(move || {
-            let mut x = seed | 1;
-            let mut buf = [0u8; 2048];
-            while !s1.load(Ordering::Relaxed) {
-                let Ok((n, from)) = front.recv_from(&mut buf) else {
-                    continue;
-                };
-                *c1.lock().unwrap() = Some(from);
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let data = n > cm_transport::segment::TCP_ENCODED_HEADER;
-                if data && x % 1000 < drop_per_mille {
-                    d1.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                }
-                let _ = back.send(&buf[..n]);
-            }
-        });
-        let rev = std::thread::spawn(move || {
-            let mut buf = [0u8; 2048];
-            while !s2.load(Ordering::Relaxed) {
-                let Ok(n) = b2.recv(&mut buf) else { continue };
-                if let Some(c) = *c2.lock().unwrap() {
-                    let _ = f2.send_to(&buf[..n], c);
-                }
-            }
-        });
-        Relay {
-            addr,
-            stop,
-            dropped,
-            threads: vec![fwd, rev],
-        }
-    }
-
-    fn stop(self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads {
-            t.join().unwrap();
-        }
-        self.dropped.load(Ordering::Relaxed)
-    }
-}
-
 #[test]
 fn tcpcm_recovers_from_two_percent_loss() {
     let (dst, rx) = receiver(&Transport::TcpCm);
@@ -219,7 +143,7 @@ fn tcpcm_recovers_from_two_percent_loss() {
         Some(&mut cm),
     )
     .unwrap();
-    let dropped = relay.stop();
+    let (dropped, _) = relay.stop();
     assert_eq!(s.bytes, MB2);
     assert!(dropped > 0);
     assert!(s.retransmissions > 0, "{s:?}");
@@ -312,7 +236,7 @@ fn a_file_crosses_a_lossy_path_intact() {
                 let mut spec = spec;
                 spec.dst = relay.addr;
                 let s = send(&spec, Some(&mut embedded())).unwrap();
-                assert!(relay.stop() > 0, "the relay dropped segments");
+                assert!(relay.stop().0 > 0, "the relay dropped segments");
                 assert!(s.retransmissions > 0);
                 s
             }
