@@ -16,7 +16,7 @@ use anyhow::Result;
 use cm_experiments::experiments::{Check, Output, jain};
 use cm_experiments::plot::{Plot, Series, Style};
 use cm_experiments::progress::Progress;
-use cm_netem::{PathConfig, Queue};
+use cm_netem::PathConfig;
 use cm_ttcp::{Summary, Transport};
 use serde_json::json;
 
@@ -66,13 +66,8 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     } else {
         (60.0, 10.0, 2)
     };
-    let cfg = PathConfig {
-        rate_bps: 10_000_000,
-        one_way_delay: Duration::from_millis(30),
-        queue: Queue::Bdp,
-        loss: 0.0,
-        reverse_rate_bps: None,
-    };
+    // 10 Mbit/s, 30 ms each way, one BDP of queue, no loss.
+    let cfg = PathConfig::default();
     let rig = Rig::build(cfg, HostOptions::sack(true))?;
     let bar = Progress::new("real-ensemble", 2 * reps, opts.quiet);
     let mut cm_sets = Vec::new();

@@ -12,7 +12,7 @@ use anyhow::Result;
 use cm_experiments::experiments::{Check, Output};
 use cm_experiments::plot::{Plot, Series, Style};
 use cm_experiments::progress::Progress;
-use cm_netem::{PathConfig, Queue};
+use cm_netem::PathConfig;
 use cm_ttcp::{Summary, Transport};
 use serde_json::json;
 
@@ -34,9 +34,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     let cfg = PathConfig {
         rate_bps: 100_000_000,
         one_way_delay: Duration::from_millis(40),
-        queue: Queue::Bdp,
-        loss: 0.0,
-        reverse_rate_bps: None,
+        ..PathConfig::default()
     };
     let stacks = [
         ("linux", Transport::linux("reno")),

@@ -10,13 +10,12 @@
 //! filter is replaced in place between rates).
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
 use anyhow::Result;
 use cm_experiments::experiments::{Check, Output, median};
 use cm_experiments::plot::{Plot, Series, Style};
 use cm_experiments::progress::Progress;
-use cm_netem::{PathConfig, Queue};
+use cm_netem::PathConfig;
 use cm_ttcp::Transport;
 use serde_json::json;
 
@@ -52,13 +51,8 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     } else {
         (10_000_000, 1)
     };
-    let cfg = PathConfig {
-        rate_bps: 10_000_000,
-        one_way_delay: Duration::from_millis(30),
-        queue: Queue::Bdp,
-        loss: 0.0,
-        reverse_rate_bps: None,
-    };
+    // 10 Mbit/s, 30 ms each way, one BDP of queue, no loss.
+    let cfg = PathConfig::default();
     let stacks = stacks();
     let bar = Progress::new(
         "real-tcp-friendly",

@@ -33,8 +33,7 @@ fn config(queue_bytes: u64) -> PathConfig {
         rate_bps: 100_000_000,
         one_way_delay: Duration::from_millis(5),
         queue: Queue::Bytes(queue_bytes),
-        loss: 0.0,
-        reverse_rate_bps: None,
+        ..PathConfig::default()
     }
 }
 

@@ -13,9 +13,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use cm_netem::{Node, Path, PathConfig, Queue};
+use cm_netem::{Node, Path, PathConfig};
 use libcm::ccudp::CcUdpSocket;
 use libcm::{Cm, Config};
+
+/// One receive call on either kind of socket.
+type RecvFn = dyn FnMut(&mut [u8]) -> std::io::Result<usize>;
 
 const RATE: u64 = 8_000_000;
 const PAYLOAD: usize = 1200;
@@ -47,28 +50,22 @@ fn run(path: &Path, cc: bool) -> (f64, u64, u64) {
                     counted += n as u64;
                 }
             };
-            if cc {
+            let timeout = Some(Duration::from_millis(50));
+            let mut recv: Box<RecvFn> = if cc {
                 let cm = Rc::new(RefCell::new(Cm::embedded(Config::default())?));
                 let mut s = CcUdpSocket::open(&cm, addr(rcv, 6000), addr(snd, 6001))?;
-                s.set_read_timeout(Some(Duration::from_millis(50)))?;
-                while !flag.load(Ordering::Relaxed) {
-                    match s.recv(&mut buf) {
-                        Ok(n) => note(n, &mut first),
-                        Err(e)
-                            if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
+                s.set_read_timeout(timeout)?;
+                Box::new(move |b| s.recv(b))
             } else {
                 let s = UdpSocket::bind(addr(rcv, 6000))?;
-                s.set_read_timeout(Some(Duration::from_millis(50)))?;
-                while !flag.load(Ordering::Relaxed) {
-                    match s.recv(&mut buf) {
-                        Ok(n) => note(n, &mut first),
-                        Err(e)
-                            if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-                        Err(e) => return Err(e.into()),
-                    }
+                s.set_read_timeout(timeout)?;
+                Box::new(move |b| s.recv(b))
+            };
+            while !flag.load(Ordering::Relaxed) {
+                match recv(&mut buf) {
+                    Ok(n) => note(n, &mut first),
+                    Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                    Err(e) => return Err(e.into()),
                 }
             }
             Ok((counted, SECS - WARMUP))
@@ -127,9 +124,7 @@ fn cc_udp_fills_the_bottleneck_without_flooding_it() {
     let path = Path::build(PathConfig {
         rate_bps: RATE,
         one_way_delay: Duration::from_millis(20),
-        queue: Queue::Bdp,
-        loss: 0.0,
-        reverse_rate_bps: None,
+        ..PathConfig::default()
     })
     .unwrap();
     // What the bottleneck can carry in payload.

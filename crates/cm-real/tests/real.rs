@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use cm_netem::{PathConfig, Queue};
+use cm_netem::PathConfig;
 use cm_real::harness::{HostOptions, Job, Rig};
 use cm_real::{RealOpts, run};
 use cm_ttcp::Transport;
@@ -116,11 +116,8 @@ fn a_failing_run_leaves_nothing_behind() {
         return;
     };
     let cfg = PathConfig {
-        rate_bps: 10_000_000,
         one_way_delay: Duration::from_millis(5),
-        queue: Queue::Bdp,
-        loss: 0.0,
-        reverse_rate_bps: None,
+        ..PathConfig::default()
     };
     let result = (|| -> anyhow::Result<()> {
         let rig = Rig::build(cfg, HostOptions::sack(true))?;

@@ -136,8 +136,10 @@ pub(crate) fn send(
     let source = Source::open(spec.file.as_deref())?;
     let mut chunk = vec![0u8; CHUNK];
     let mut written: u64 = 0;
-    let mut progressed = Instant::now();
-    let mut last_acked = 0;
+    let mut watch = StallWatch {
+        last_acked: 0,
+        progressed: Instant::now(),
+    };
     let acked = |s: &TcpStream, written: u64| written.saturating_sub(tcp_outq(s).unwrap_or(0));
     let deadline = spec.time_limit.map(|t| started + t);
     let mut timed_out = false;
@@ -168,13 +170,7 @@ pub(crate) fn send(
         }
         let now = Instant::now();
         prog.due(now, || acked(&stream, written));
-        let a = acked(&stream, written);
-        if a > last_acked {
-            last_acked = a;
-            progressed = now;
-        } else if now >= progressed + spec.idle_timeout {
-            return Err(stalled(spec, a));
-        }
+        watch.check(now, acked(&stream, written), spec)?;
     }
     // At the time limit, what is acknowledged by now counts; otherwise
     // finish the transfer.
@@ -202,13 +198,7 @@ pub(crate) fn send(
             }
             let now = Instant::now();
             prog.due(now, || acked(&stream, written));
-            let a = acked(&stream, written);
-            if a > last_acked {
-                last_acked = a;
-                progressed = now;
-            } else if now >= progressed + spec.idle_timeout {
-                return Err(stalled(spec, a));
-            }
+            watch.check(now, acked(&stream, written), spec)?;
         }
     }
     let end = Instant::now();
@@ -264,12 +254,29 @@ fn connect_error(spec: &SendSpec, e: rustix::io::Errno) -> TtcpError {
     }
 }
 
-fn stalled(spec: &SendSpec, acked: u64) -> TtcpError {
-    TtcpError::Stalled {
-        dst: spec.dst,
-        secs: spec.idle_timeout.as_secs_f64(),
-        acked,
-        total: spec.bytes,
+/// Fails a transfer when nothing new is acknowledged for the idle timeout.
+struct StallWatch {
+    last_acked: u64,
+    progressed: Instant,
+}
+
+impl StallWatch {
+    /// `acked` bytes are acknowledged at `now`.
+    fn check(&mut self, now: Instant, acked: u64, spec: &SendSpec) -> Result<()> {
+        if acked > self.last_acked {
+            self.last_acked = acked;
+            self.progressed = now;
+            Ok(())
+        } else if now >= self.progressed + spec.idle_timeout {
+            Err(TtcpError::Stalled {
+                dst: spec.dst,
+                secs: spec.idle_timeout.as_secs_f64(),
+                acked,
+                total: spec.bytes,
+            })
+        } else {
+            Ok(())
+        }
     }
 }
 
