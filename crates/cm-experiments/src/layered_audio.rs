@@ -10,9 +10,16 @@
 //! 80 kbit/s. The paper does not give the CBR rate; we use 150 kbit/s
 //! (30% of the link), which leaves the three test flows about 117 kbit/s
 //! each if shared per flow, 175 per side if shared per host.
+//!
+//! Besides the paper's path (DropTail queue of one bandwidth-delay product)
+//! a [`Variant`] selects the controls that locate where the result departs
+//! from the paper: the same path without the audio, with a second TCP/CM
+//! transfer in its place (an ensemble of two TCPs instead of TCP + audio),
+//! and an equal-loss path on which random loss rather than queue overflow
+//! drops packets, so every flow sees the same loss rate.
 
 use cm_core::{Config, Duration, Instant, Thresholds};
-use cm_sim::{DumbbellConfig, FlowTag, Sim, dumbbell};
+use cm_sim::{DumbbellConfig, FlowTag, QueueLimit, Sim, dumbbell};
 use cm_transport::{AudioConfig, CcMode};
 use serde::Serialize;
 
@@ -29,11 +36,83 @@ pub enum AudioExpError {
     Host(#[from] HostError),
 }
 
+/// The path the flows share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PathKind {
+    /// The paper's: DropTail queue of one bandwidth-delay product (7500 B),
+    /// no random loss.
+    DropTailBdp,
+    /// The same link with a queue of 100 packets and 5% random loss on the
+    /// bottleneck: drops hit every flow at the same rate, whatever its
+    /// burstiness, so the CM's response to loss is compared on equal terms.
+    EqualLoss,
+}
+
+/// What runs on the CM host beside the TCP/CM transfer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Companion {
+    /// The layered audio sender (the paper's experiment).
+    Audio,
+    /// Nothing: TCP/CM alone against NewReno (control).
+    Nothing,
+    /// A second TCP/CM bulk transfer in the same macroflow (ensemble
+    /// control: two TCPs on the CM instead of TCP + audio).
+    SecondTcpCm,
+}
+
+/// One configuration of the experiment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Variant {
+    /// The path.
+    pub path: PathKind,
+    /// The CM host's second flow.
+    pub companion: Companion,
+}
+
+impl Variant {
+    /// The paper's experiment.
+    pub const PAPER: Variant = Variant {
+        path: PathKind::DropTailBdp,
+        companion: Companion::Audio,
+    };
+
+    /// A short label, e.g. `droptail-bdp/audio`.
+    pub fn label(&self) -> String {
+        let p = match self.path {
+            PathKind::DropTailBdp => "droptail-bdp",
+            PathKind::EqualLoss => "equal-loss",
+        };
+        let c = match self.companion {
+            Companion::Audio => "audio",
+            Companion::Nothing => "none",
+            Companion::SecondTcpCm => "tcpcm2",
+        };
+        format!("{p}/{c}")
+    }
+}
+
+/// Per-flow packet loss (dropped ÷ sent) of one run.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct LossRates {
+    /// NewReno.
+    pub newreno: f64,
+    /// TCP/CM.
+    pub tcpcm: f64,
+    /// The companion flow (audio or second TCP/CM; 0 without one).
+    pub companion: f64,
+    /// CBR cross traffic.
+    pub cbr: f64,
+}
+
 /// The outcome of one run.
 #[derive(Clone, Debug, Serialize)]
 pub struct AudioRun {
     /// Seed.
     pub seed: u64,
+    /// The configuration.
+    pub variant: Variant,
     /// Seconds simulated.
     pub seconds: u64,
     /// TCP NewReno goodput, kbit/s.
@@ -42,6 +121,10 @@ pub struct AudioRun {
     pub audio_kbps: f64,
     /// TCP/CM goodput, kbit/s.
     pub tcpcm_kbps: f64,
+    /// The second TCP/CM transfer's goodput ([`Companion::SecondTcpCm`]).
+    pub tcpcm2_kbps: f64,
+    /// Packet loss of each flow.
+    pub loss: LossRates,
     /// Seconds spent at each encoding (kbit/s, seconds).
     pub time_at_encoding: Vec<(u32, f64)>,
     /// The encoding used for the longest time.
@@ -52,21 +135,28 @@ const NEWRENO: FlowTag = FlowTag(1);
 const TCPCM: FlowTag = FlowTag(2);
 const AUDIO: FlowTag = FlowTag(3);
 const CBR: FlowTag = FlowTag(4);
+const TCPCM2: FlowTag = FlowTag(5);
+
+/// Queue of the equal-loss path, packets: deep enough that it rarely fills.
+const EQUAL_LOSS_QUEUE: u32 = 100;
+/// Random loss of the equal-loss path.
+const EQUAL_LOSS_RATE: f64 = 0.05;
 
 /// Run the scenario for `seconds` with `seed` (which staggers the starts by
 /// up to 100 ms).
 pub fn run(seconds: u64, seed: u64) -> Result<AudioRun, AudioExpError> {
-    run_with(seconds, seed, true)
+    run_with(seconds, seed, Variant::PAPER)
 }
 
-/// The scenario with or without the audio sender (without it: the control
-/// run, TCP/CM alone against NewReno under the same cross traffic).
-pub fn run_with(seconds: u64, seed: u64, audio: bool) -> Result<AudioRun, AudioExpError> {
-    let d = dumbbell(&DumbbellConfig::sigcomm1999(
-        3,
-        500_000,
-        Duration::from_millis(60),
-    ))?;
+/// One run of a [`Variant`].
+pub fn run_with(seconds: u64, seed: u64, variant: Variant) -> Result<AudioRun, AudioExpError> {
+    let mut cfg = DumbbellConfig::sigcomm1999(3, 500_000, Duration::from_millis(60));
+    if variant.path == PathKind::EqualLoss {
+        cfg.bottleneck.queue = QueueLimit::Packets(EQUAL_LOSS_QUEUE);
+        cfg.bottleneck.loss = EQUAL_LOSS_RATE;
+        cfg.reverse.queue = QueueLimit::Packets(EQUAL_LOSS_QUEUE);
+    }
+    let d = dumbbell(&cfg)?;
     let (cm_tx, reno_tx, cbr_tx) = (d.left_hosts[0], d.left_hosts[1], d.left_hosts[2]);
     let (cm_rx, reno_rx, cbr_rx) = (d.right_hosts[0], d.right_hosts[1], d.right_hosts[2]);
     let mut sim = Sim::<Pkt>::new(d.topology, seed)?;
@@ -75,7 +165,7 @@ pub fn run_with(seconds: u64, seed: u64, audio: bool) -> Result<AudioRun, AudioE
     };
 
     let mut cm = CmHost::new(cm_tx, Config::default())?;
-    if audio {
+    if variant.companion == Companion::Audio {
         cm.add_audio(AudioSpec {
             dst: cm_rx,
             tag: AUDIO,
@@ -86,6 +176,9 @@ pub fn run_with(seconds: u64, seed: u64, audio: bool) -> Result<AudioRun, AudioE
         })?;
     }
     cm.add_conn(ConnSpec::new(cm_rx, TCPCM, CcMode::Cm).start(jitter(2)))?;
+    if variant.companion == Companion::SecondTcpCm {
+        cm.add_conn(ConnSpec::new(cm_rx, TCPCM2, CcMode::Cm).start(jitter(1)))?;
+    }
     let mut reno = CmHost::new(reno_tx, Config::default())?;
     reno.add_conn(ConnSpec::new(reno_rx, NEWRENO, CcMode::NewReno).start(jitter(3)))?;
     let mut cbr = CmHost::new(cbr_tx, Config::default())?;
@@ -110,6 +203,15 @@ pub fn run_with(seconds: u64, seed: u64, audio: bool) -> Result<AudioRun, AudioE
             s.delivered_bytes as f64 * 8.0 / seconds as f64 / 1e3
         })
     };
+    let loss = |t: FlowTag| {
+        sim.flow_stats(t)
+            .map_or(0.0, |s| s.dropped() as f64 / s.sent_packets.max(1) as f64)
+    };
+    let companion_tag = match variant.companion {
+        Companion::Audio => Some(AUDIO),
+        Companion::SecondTcpCm => Some(TCPCM2),
+        Companion::Nothing => None,
+    };
     let host: Option<&CmHost> = sim.host(cm_tx);
     let time_at_encoding: Vec<(u32, f64)> = host
         .and_then(|h| h.audio(0))
@@ -130,10 +232,18 @@ pub fn run_with(seconds: u64, seed: u64, audio: bool) -> Result<AudioRun, AudioE
         .0;
     Ok(AudioRun {
         seed,
+        variant,
         seconds,
         newreno_kbps: kbps(NEWRENO),
         audio_kbps: kbps(AUDIO),
         tcpcm_kbps: kbps(TCPCM),
+        tcpcm2_kbps: kbps(TCPCM2),
+        loss: LossRates {
+            newreno: loss(NEWRENO),
+            tcpcm: loss(TCPCM),
+            companion: companion_tag.map_or(0.0, loss),
+            cbr: loss(CBR),
+        },
         time_at_encoding,
         most_used_kbps,
     })
