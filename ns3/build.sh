@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Builds ns3/dumbbell.cc against Debian 12's ns-3.37 packages into
-# target/ns3/dumbbell. Installs the packages first if they are missing and we
+# Builds ns3/<program>.cc (default: dumbbell) against Debian 12's ns-3.37
+# packages into target/ns3/<program>: `ns3/build.sh [program]`. Installs the packages first if they are missing and we
 # run as root (apt-get); otherwise tells what to install.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="$ROOT/target/ns3"
-SRC="$ROOT/ns3/dumbbell.cc"
-BIN="$OUT/dumbbell"
+PROG="${1:-dumbbell}"
+SRC="$ROOT/ns3/$PROG.cc"
+BIN="$OUT/$PROG"
+if [[ ! -f "$SRC" ]]; then
+    echo "ns3/build.sh: no such program: $SRC" >&2
+    exit 3
+fi
 PKGS=(ns3 libns3-dev libgsl-dev g++ pkg-config)
 
 missing=()
