@@ -31,7 +31,7 @@ if ((${#missing[@]})); then
 fi
 
 mkdir -p "$OUT"
-if [[ -x "$BIN" && "$BIN" -nt "$SRC" && "$BIN" -nt "${BASH_SOURCE[0]}" ]]; then
+if [[ -x "$BIN" && "$BIN" -nt "$SRC" && "$BIN" -nt "$ROOT/ns3/common.h" && "$BIN" -nt "${BASH_SOURCE[0]}" ]]; then
     exit 0 # up to date
 fi
 

@@ -13,10 +13,11 @@
 //   s0..s3 --100M/1ms-- L ==== 0.5 Mbit/s / 58 ms ==== R --100M/1ms-- r0..r3
 //
 //   * bottleneck DropTail queue 7500 bytes (0.5 Mbit/s x 120 ms / 8), device
-//     queue only (no queue discs), as in ns3/dumbbell.cc, whose comments
-//     explain the choice and the 2-byte PPP compensation used here too;
+//     queue only (no queue discs): the dumbbell of ns3/common.h, as in
+//     ns3/dumbbell.cc, whose comments explain the choices and the 2-byte PPP
+//     compensation used here too;
 //   * flow 0, 1: TCP NewReno bulk transfers (SACK, 1460-byte segments, the
-//     same TCP settings as ns3/dumbbell.cc);
+//     TCP settings of ns3/common.h, a 64 KB receive buffer as cm-sim's);
 //   * flow 2: constant-rate UDP, 150 kbit/s of 1000-byte payloads (the
 //     experiment's CBR cross traffic);
 //   * flow 3: constant-rate UDP, 80 kbit/s of 1000-byte payloads (the
@@ -33,6 +34,7 @@
 // fits. That can only make ns-3 drop the small datagrams more often. With
 // --queuePackets=5 (and queue_packets = 5 in the scenario) both count packets
 // and admit alike.
+#include "common.h"
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"
 #include "ns3/internet-module.h"
@@ -145,84 +147,24 @@ main(int argc, char* argv[])
     RngSeedManager::SetSeed(1);
     RngSeedManager::SetRun(seed);
 
-    Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TcpNewReno::GetTypeId()));
-    Config::SetDefault("ns3::TcpL4Protocol::RecoveryType",
-                       TypeIdValue(TcpClassicRecovery::GetTypeId()));
-    Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(1460));
-    Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(2));
-    Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(1));
-    Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(64u << 20));
-    Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(64u << 10));
-    Config::SetDefault("ns3::TcpSocket::TcpNoDelay", BooleanValue(true));
-    Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(true));
-    Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(false));
-    Config::SetDefault("ns3::TcpSocketBase::LimitedTransmit", BooleanValue(false));
-    Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
-    Config::SetDefault("ns3::TcpSocketBase::ClockGranularity", TimeValue(MilliSeconds(1)));
-    Config::SetDefault("ns3::RttEstimator::InitialEstimation", TimeValue(Seconds(1)));
+    cmns3::ConfigureNewReno(true, 64u << 10);
 
     const uint64_t bdpBytes = rateBps * 120 / 1000 / 8;
     const uint64_t linkRate = rateBps * 1502 / 1500;
     const uint64_t queueBytes = bdpBytes * 1502 / 1500;
 
-    NodeContainer senders;
-    senders.Create(kFlows);
-    NodeContainer receivers;
-    receivers.Create(kFlows);
-    NodeContainer routers;
-    routers.Create(2);
+    cmns3::Dumbbell d = cmns3::BuildDumbbell(
+        kFlows,
+        linkRate,
+        queuePackets > 0 ? QueueSize(QueueSizeUnit::PACKETS, queuePackets)
+                         : QueueSize(QueueSizeUnit::BYTES, queueBytes));
 
-    PointToPointHelper access;
-    access.SetDeviceAttribute("DataRate", DataRateValue(DataRate(100000000)));
-    access.SetChannelAttribute("Delay", TimeValue(MilliSeconds(1)));
-    access.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", StringValue("100000p"));
-    PointToPointHelper bottleneck;
-    bottleneck.SetDeviceAttribute("DataRate", DataRateValue(DataRate(linkRate)));
-    bottleneck.SetChannelAttribute("Delay", TimeValue(MilliSeconds(58)));
-    bottleneck.SetQueue("ns3::DropTailQueue<Packet>",
-                        "MaxSize",
-                        queuePackets > 0
-                            ? QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, queuePackets))
-                            : QueueSizeValue(QueueSize(QueueSizeUnit::BYTES, queueBytes)));
-
-    std::vector<NetDeviceContainer> left(kFlows);
-    std::vector<NetDeviceContainer> right(kFlows);
-    for (uint32_t i = 0; i < kFlows; ++i)
-    {
-        left[i] = access.Install(senders.Get(i), routers.Get(0));
-        right[i] = access.Install(routers.Get(1), receivers.Get(i));
-    }
-    NetDeviceContainer core = bottleneck.Install(routers.Get(0), routers.Get(1));
-
-    InternetStackHelper stack;
-    stack.InstallAll();
-    Ipv4AddressHelper addr;
-    std::vector<Ipv4InterfaceContainer> rightIf(kFlows);
-    for (uint32_t i = 0; i < kFlows; ++i)
-    {
-        addr.SetBase(("10.1." + std::to_string(i + 1) + ".0").c_str(), "255.255.255.0");
-        addr.Assign(left[i]);
-        addr.SetBase(("10.2." + std::to_string(i + 1) + ".0").c_str(), "255.255.255.0");
-        rightIf[i] = addr.Assign(right[i]);
-    }
-    addr.SetBase("10.3.1.0", "255.255.255.0");
-    addr.Assign(core);
-    Ipv4GlobalRoutingHelper::PopulateRoutingTables();
-
-    TrafficControlHelper tch;
-    for (uint32_t i = 0; i < kFlows; ++i)
-    {
-        tch.Uninstall(left[i]);
-        tch.Uninstall(right[i]);
-    }
-    tch.Uninstall(core);
-
-    Ptr<NetDevice> l = core.Get(0);
+    Ptr<NetDevice> l = d.core.Get(0);
     l->TraceConnectWithoutContext("MacTx", MakeCallback(&Offered));
     DynamicCast<PointToPointNetDevice>(l)->GetQueue()->TraceConnectWithoutContext(
         "Drop",
         MakeCallback(&DeviceDrop));
-    Config::ConnectWithoutContext("/NodeList/" + std::to_string(routers.Get(0)->GetId()) +
+    Config::ConnectWithoutContext("/NodeList/" + std::to_string(d.routers.Get(0)->GetId()) +
                                       "/$ns3::TrafficControlLayer/TcDrop",
                                   MakeCallback(&TcDrop));
 
@@ -236,24 +178,24 @@ main(int argc, char* argv[])
         bool tcp = i < 2;
         const char* factory = tcp ? "ns3::TcpSocketFactory" : "ns3::UdpSocketFactory";
         PacketSinkHelper sinkHelper(factory, InetSocketAddress(Ipv4Address::GetAny(), port + i));
-        ApplicationContainer sa = sinkHelper.Install(receivers.Get(i));
+        ApplicationContainer sa = sinkHelper.Install(d.receivers.Get(i));
         sa.Start(Seconds(0.0));
         sa.Stop(Seconds(duration + 1.0));
         sinks[i] = DynamicCast<PacketSink>(sa.Get(0));
-        InetSocketAddress dst(rightIf[i].GetAddress(1), port + i);
+        InetSocketAddress dst(d.rightIf[i].GetAddress(1), port + i);
         ApplicationContainer app;
         if (tcp)
         {
             BulkSendHelper bulk(factory, dst);
             bulk.SetAttribute("MaxBytes", UintegerValue(0));
             bulk.SetAttribute("SendSize", UintegerValue(1460));
-            app = bulk.Install(senders.Get(i));
+            app = bulk.Install(d.senders.Get(i));
         }
         else
         {
             OnOffHelper cbr(factory, dst);
             cbr.SetConstantRate(DataRate(i == 2 ? cbrBps : audioBps), 1000);
-            app = cbr.Install(senders.Get(i));
+            app = cbr.Install(d.senders.Get(i));
         }
         app.Start(Seconds(jitter->GetValue()));
         app.Stop(Seconds(duration + 1.0));

@@ -80,6 +80,7 @@
 //      blocks from the receiver feed the RFC 6675 scoreboard that otherwise
 //      runs on emulated SACK (see ns3/FINDINGS.md). The counterpart is
 //      experiments/scenarios/ns3-dumbbell-{1M,10M}-sack.toml (sack = true).
+#include "common.h"
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"
 #include "ns3/internet-module.h"
@@ -317,86 +318,24 @@ main(int argc, char* argv[])
     RngSeedManager::SetRun(seed);
 
     // ---- TCP: NewReno, classic recovery, no timestamps/delayed ACKs, SACK
-    // only with --sack=1 ----
-    Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TcpNewReno::GetTypeId()));
-    Config::SetDefault("ns3::TcpL4Protocol::RecoveryType",
-                       TypeIdValue(TcpClassicRecovery::GetTypeId()));
-    Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(1460));
-    Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(2));
-    Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(1));
-    Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(64u << 20));
-    Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(64u << 20));
-    Config::SetDefault("ns3::TcpSocket::TcpNoDelay", BooleanValue(true));
-    Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(sack));
-    Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(false));
-    Config::SetDefault("ns3::TcpSocketBase::WindowScaling", BooleanValue(true));
-    Config::SetDefault("ns3::TcpSocketBase::LimitedTransmit", BooleanValue(false));
-    Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
-    Config::SetDefault("ns3::TcpSocketBase::ClockGranularity", TimeValue(MilliSeconds(1)));
-    Config::SetDefault("ns3::TcpSocketBase::ReTxThreshold", UintegerValue(3));
-    Config::SetDefault("ns3::RttEstimator::InitialEstimation", TimeValue(Seconds(1)));
+    // only with --sack=1 (ns3/common.h) ----
+    cmns3::ConfigureNewReno(sack, 64u << 20);
 
     // ---- Topology ----
     const uint64_t bdpBytes = rateBps * 120 / 1000 / 8; // B x 120 ms / 8
     const uint64_t linkRate = pppCompensate ? rateBps * 1502 / 1500 : rateBps;
     const uint64_t queueBytes = pppCompensate ? bdpBytes * 1502 / 1500 : bdpBytes;
 
-    NodeContainer senders;
-    senders.Create(nFlows);
-    NodeContainer receivers;
-    receivers.Create(nFlows);
-    NodeContainer routers;
-    routers.Create(2); // 0 = L, 1 = R
-
-    PointToPointHelper access;
-    access.SetDeviceAttribute("DataRate", DataRateValue(DataRate(100000000)));
-    access.SetChannelAttribute("Delay", TimeValue(MilliSeconds(1)));
-    access.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", StringValue("100000p"));
-
-    PointToPointHelper bottleneck;
-    bottleneck.SetDeviceAttribute("DataRate", DataRateValue(DataRate(linkRate)));
-    bottleneck.SetChannelAttribute("Delay", TimeValue(MilliSeconds(58)));
-    bottleneck.SetQueue("ns3::DropTailQueue<Packet>",
-                        "MaxSize",
-                        QueueSizeValue(QueueSize(QueueSizeUnit::BYTES, queueBytes)));
-
-    std::vector<NetDeviceContainer> left(nFlows);
-    std::vector<NetDeviceContainer> right(nFlows);
-    for (uint32_t i = 0; i < nFlows; ++i)
-    {
-        left[i] = access.Install(senders.Get(i), routers.Get(0));
-        right[i] = access.Install(routers.Get(1), receivers.Get(i));
-    }
-    NetDeviceContainer core = bottleneck.Install(routers.Get(0), routers.Get(1));
-
-    InternetStackHelper stack;
-    stack.InstallAll();
-
-    Ipv4AddressHelper addr;
-    std::vector<Ipv4InterfaceContainer> rightIf(nFlows);
-    for (uint32_t i = 0; i < nFlows; ++i)
-    {
-        std::ostringstream a;
-        a << "10.1." << i + 1 << ".0";
-        addr.SetBase(a.str().c_str(), "255.255.255.0");
-        addr.Assign(left[i]);
-        std::ostringstream b;
-        b << "10.2." << i + 1 << ".0";
-        addr.SetBase(b.str().c_str(), "255.255.255.0");
-        rightIf[i] = addr.Assign(right[i]);
-    }
-    addr.SetBase("10.3.1.0", "255.255.255.0");
-    addr.Assign(core);
-    Ipv4GlobalRoutingHelper::PopulateRoutingTables();
-
     // No queue discs anywhere: the device queues are the only queues.
-    TrafficControlHelper tch;
-    for (uint32_t i = 0; i < nFlows; ++i)
-    {
-        tch.Uninstall(left[i]);
-        tch.Uninstall(right[i]);
-    }
-    tch.Uninstall(core);
+    cmns3::Dumbbell d =
+        cmns3::BuildDumbbell(nFlows, linkRate, QueueSize(QueueSizeUnit::BYTES, queueBytes));
+    NodeContainer& senders = d.senders;
+    NodeContainer& receivers = d.receivers;
+    NodeContainer& routers = d.routers;
+    std::vector<NetDeviceContainer>& left = d.left;
+    std::vector<NetDeviceContainer>& right = d.right;
+    NetDeviceContainer& core = d.core;
+    std::vector<Ipv4InterfaceContainer>& rightIf = d.rightIf;
 
     // ---- Drop accounting ----
     // With no queue disc, PointToPointNetDevice's NetDeviceQueue is *stopped*
