@@ -44,6 +44,20 @@
 //! `thresh`, ...) get no reply; if one fails the daemon sends an
 //! [`ToClient::Error`] with `seq` 0 naming the flow.
 //!
+//! ## Waiting: spin, then block
+//!
+//! Neither side should pay a sleep and a wake-up per batch: a cross-CPU
+//! wake-up of a sleeping thread costs ~50 µs on the target machine, more
+//! than a batch's work. So each side, when it would block, first polls
+//! without blocking for a bounded time, yielding the CPU between polls:
+//! the daemon for `spin_us` (its configuration) after a loop turn that
+//! did work, a client for libcm's `Cm::set_spin` after it sent a call that
+//! [`ToDaemon::expects_answer`]. A frame sent to a peer that is polling
+//! needs no wake-up; a peer that has blocked is woken by the frame
+//! arriving on its socket as before, so a wake-up cannot be lost (the
+//! socket is the only signal; the spin only shortens the wait). This
+//! changes no bytes on the wire.
+//!
 //! ## Signed estimates
 //!
 //! Rates, RTTs and loss are encoded as signed values where negative means

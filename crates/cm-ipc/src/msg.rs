@@ -140,6 +140,34 @@ pub enum ToDaemon {
     },
 }
 
+impl ToDaemon {
+    /// Whether the daemon answers this call soon: with a reply (calls with
+    /// a `seq`, `Hello`) or, for a request, usually with a grant. A client
+    /// that just sent such a call may poll briefly for the answer before it
+    /// sleeps (see "Waiting" in the crate docs); the others (`Notify`,
+    /// `Update`, `Close`, ...) are fire-and-forget.
+    pub fn expects_answer(&self) -> bool {
+        match self {
+            ToDaemon::Hello { .. }
+            | ToDaemon::Open { .. }
+            | ToDaemon::Request { .. }
+            | ToDaemon::Query { .. }
+            | ToDaemon::Mtu { .. }
+            | ToDaemon::GetMacroflow { .. }
+            | ToDaemon::SetMacroflow { .. }
+            | ToDaemon::Stat { .. }
+            | ToDaemon::QueryHost { .. }
+            | ToDaemon::Ping { .. } => true,
+            ToDaemon::Close { .. }
+            | ToDaemon::Notify { .. }
+            | ToDaemon::Update { .. }
+            | ToDaemon::RateUpdates { .. }
+            | ToDaemon::Thresh { .. }
+            | ToDaemon::SetWeight { .. } => false,
+        }
+    }
+}
+
 /// A path estimate on the wire: negative means "no estimate yet".
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Estimate {

@@ -8,12 +8,20 @@
 //! share_across_users = false       # flows of different uids never share a macroflow
 //! max_flows_per_client = 4096
 //! max_messages_per_sec = 2000000   # per client
+//! spin_us = 50                     # poll this long after a busy turn before blocking (0: never)
 //! ```
 
 use std::path::{Path, PathBuf};
 
 use cm_core::{Aging, Bytes, Config};
 use serde::Deserialize;
+
+/// Default spin after activity, in microseconds (about the cost of one
+/// cross-CPU wake-up on the target machine, DESIGN.md "Platform facts").
+pub const DEFAULT_SPIN_US: u64 = 50;
+
+/// Largest `spin_us` accepted (10 ms).
+pub const MAX_SPIN_US: u64 = 10_000;
 
 /// Everything the daemon can be told.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -37,6 +45,10 @@ pub struct DaemonConfig {
     pub max_messages_per_sec: u64,
     /// Most clients at once.
     pub max_clients: usize,
+    /// Microseconds the loop keeps polling (yielding the CPU between polls)
+    /// after a turn that did work, before it blocks; 0 never spins. An idle
+    /// daemon always blocks. See `spin.rs`.
+    pub spin_us: u64,
 }
 
 impl Default for DaemonConfig {
@@ -50,6 +62,7 @@ impl Default for DaemonConfig {
             max_flows_per_client: 4096,
             max_messages_per_sec: 2_000_000,
             max_clients: 1024,
+            spin_us: DEFAULT_SPIN_US,
         }
     }
 }
@@ -91,6 +104,11 @@ impl DaemonConfig {
                 initial_window: Some(Bytes(self.initial_window * cfg.mtu.get())),
                 ..Default::default()
             });
+        if self.spin_us > MAX_SPIN_US {
+            anyhow::bail!(
+                "spin_us must be at most {MAX_SPIN_US} (a spin is a short wait, not a loop)"
+            );
+        }
         if self.max_flows_per_client == 0 || self.max_messages_per_sec == 0 || self.max_clients == 0
         {
             anyhow::bail!("limits must be > 0");

@@ -22,6 +22,7 @@ mod handle;
 pub mod log;
 mod server;
 mod session;
+mod spin;
 mod temp;
 
 pub use config::DaemonConfig;

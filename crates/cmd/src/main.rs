@@ -35,6 +35,10 @@ struct Args {
     /// Most messages per second per client.
     #[arg(long)]
     max_messages_per_sec: Option<u64>,
+    /// Microseconds the loop keeps polling after a busy turn before it
+    /// blocks (0: never; an idle daemon always blocks).
+    #[arg(long)]
+    spin_us: Option<u64>,
     /// Log only warnings and errors.
     #[arg(long, short)]
     quiet: bool,
@@ -64,6 +68,9 @@ fn main() -> anyhow::Result<()> {
     }
     if let Some(v) = a.max_messages_per_sec {
         cfg.max_messages_per_sec = v;
+    }
+    if let Some(v) = a.spin_us {
+        cfg.spin_us = v;
     }
     let path = a
         .socket

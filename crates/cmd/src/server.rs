@@ -32,6 +32,7 @@ use rustix::time::{
 use crate::config::DaemonConfig;
 use crate::log;
 use crate::session::{FlushResult, Session};
+use crate::spin::Spin;
 
 const LISTENER: u64 = 0;
 const TIMER: u64 = 1;
@@ -174,16 +175,23 @@ impl Daemon {
             tv_sec: 0,
             tv_nsec: 100_000_000,
         };
+        let no_wait = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        let mut spin = Spin::new(std::time::Duration::from_micros(self.cfg.spin_us));
         while !self.stop.load(Ordering::SeqCst) {
             events.clear();
+            let timeout = if spin.spinning() { &no_wait } else { &max_wait };
             match epoll::wait(
                 &self.epoll,
                 rustix::buffer::spare_capacity(&mut events),
-                Some(&max_wait),
+                Some(timeout),
             ) {
                 Ok(_) | Err(Errno::INTR) => {}
                 Err(e) => return Err(e.into()),
             }
+            spin.observe(!events.is_empty());
             for ev in &events {
                 let token = ev.data.u64();
                 let flags = ev.flags;

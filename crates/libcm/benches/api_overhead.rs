@@ -551,7 +551,14 @@ fn main() {
     };
     let n: u64 = if quick { 20_000 } else { 100_000 };
     let reps = if quick { 3 } else { 5 };
-    let daemon = cmd::TempDaemon::start().expect("daemon starts");
+    let mut dcfg = cmd::DaemonConfig::default();
+    if let Some(us) = std::env::var("CM_BENCH_SPIN_US")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        dcfg.spin_us = us;
+    }
+    let daemon = cmd::TempDaemon::with_config(dcfg).expect("daemon starts");
     watchdog(StdDuration::from_secs(10));
     let mut variants: Vec<(&str, Option<(Api, bool)>)> = vec![
         ("raw-udp", None),
@@ -599,7 +606,14 @@ fn main() {
                     None => run_raw(n, size),
                     Some((api, dmn)) => {
                         let cm = if *dmn {
-                            Cm::connect(daemon.socket()).unwrap()
+                            let mut cm = Cm::connect(daemon.socket()).unwrap();
+                            if let Some(us) = std::env::var("CM_BENCH_CLIENT_SPIN_US")
+                                .ok()
+                                .and_then(|v| v.parse().ok())
+                            {
+                                cm.set_spin(StdDuration::from_micros(us));
+                            }
+                            cm
                         } else {
                             Cm::embedded(Config::default()).unwrap()
                         };

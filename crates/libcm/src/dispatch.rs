@@ -157,7 +157,9 @@ impl Cm {
             }
             Backend::Daemon(d) => {
                 // The caller is about to sleep: batched calls must go now.
-                if d.flush().is_err() {
+                // An answer is expected: poll for it briefly rather than let
+                // the application sleep and be woken for it.
+                if d.flush().is_err() || d.spin_for_answer().is_err() {
                     return Some(std::time::Duration::ZERO);
                 }
                 d.has_inbox().then_some(std::time::Duration::ZERO)
