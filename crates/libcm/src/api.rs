@@ -16,7 +16,7 @@ impl Cm {
         match &mut self.backend {
             Backend::Daemon(d) if self.autoflush && !self.dispatching => d.flush(),
             // Batching: send once enough calls have gathered.
-            Backend::Daemon(d) if d.pending() >= self.batch_limit => d.flush(),
+            Backend::Daemon(d) if d.batch_full(self.batch_limit) => d.flush(),
             Backend::Daemon(_) => Ok(()),
             Backend::Embedded(e) => {
                 e.pump(&mut self.events);
@@ -313,7 +313,11 @@ impl Cm {
     }
 
     /// How many calls may wait in a batch (with autoflush off) before they
-    /// are sent (default 32; at least 1).
+    /// are sent (default 32; at least 1). A batch of fire-and-forget calls
+    /// only (`notify`, `update`, ...) may grow 8 times larger before it is
+    /// sent on its own, since the daemon answers none of them: it goes with
+    /// the next request or call with a reply, or when the application is
+    /// about to sleep, in the order the calls were made.
     pub fn set_batch_limit(&mut self, calls: usize) {
         self.batch_limit = calls.max(1);
     }

@@ -104,7 +104,7 @@ impl Cm {
 
     fn after_dispatch(&mut self) -> Result<(), CmError> {
         match &mut self.backend {
-            Backend::Daemon(d) if self.autoflush || d.pending() >= self.batch_limit => d.flush(),
+            Backend::Daemon(d) if self.autoflush || d.batch_full(self.batch_limit) => d.flush(),
             Backend::Daemon(_) => Ok(()),
             Backend::Embedded(e) => {
                 e.ack_fd();

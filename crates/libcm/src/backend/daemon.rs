@@ -35,6 +35,10 @@ use crate::error::CmError;
 /// the cost of one cross-CPU wake-up, DESIGN.md "Platform facts").
 pub(crate) const DEFAULT_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 
+/// How much larger than the batch limit a batch without calls the daemon
+/// answers may grow before it is sent (see [`DaemonConn::batch_full`]).
+pub(crate) const QUIET_BATCH_FACTOR: usize = 8;
+
 /// A connection to the daemon.
 pub(crate) struct DaemonConn {
     fd: OwnedFd,
@@ -127,9 +131,15 @@ impl DaemonConn {
         Ok(())
     }
 
-    /// Calls waiting in the outgoing frame.
-    pub(crate) fn pending(&self) -> usize {
-        self.out.len()
+    /// Whether a batch of `limit` calls is ready to go (autoflush off). A
+    /// batch of fire-and-forget calls only (notifications, feedback) waits
+    /// until it is [`QUIET_BATCH_FACTOR`] times larger, until calls that
+    /// the daemon answers join it, or until the application is about to
+    /// sleep: sending it would wake the daemon for a turn that grants
+    /// nothing, and its calls reach the daemon in the same order anyway.
+    pub(crate) fn batch_full(&self, limit: usize) -> bool {
+        let n = self.out.len();
+        n >= limit && (self.out_answered || n >= limit.saturating_mul(QUIET_BATCH_FACTOR))
     }
 
     /// Send the outgoing frame, if any.
