@@ -38,6 +38,8 @@ const LISTENER: u64 = 0;
 const TIMER: u64 = 1;
 const SIGNALS: u64 = 2;
 const FIRST_CLIENT: u64 = 16;
+/// Core deadlines this close (µs) are polled for instead of armed.
+const DUE_SOON_US: u64 = 20;
 /// Frames read from one client per loop turn (fairness between clients).
 const FRAMES_PER_TURN: usize = 64;
 
@@ -50,6 +52,8 @@ pub struct Daemon {
     epoll: OwnedFd,
     timer: OwnedFd,
     armed: Option<Instant>,
+    /// The core's next deadline is within [`DUE_SOON_US`]: poll, don't block.
+    due_soon: bool,
     signals: Option<UnixStream>,
     pub(crate) sessions: HashMap<u64, Session>,
     /// Which session owns each flow.
@@ -123,6 +127,7 @@ impl Daemon {
             epoll,
             timer,
             armed: None,
+            due_soon: false,
             signals: None,
             sessions: HashMap::new(),
             owner: HashMap::new(),
@@ -182,7 +187,11 @@ impl Daemon {
         let mut spin = Spin::new(std::time::Duration::from_micros(self.cfg.spin_us));
         while !self.stop.load(Ordering::SeqCst) {
             events.clear();
-            let timeout = if spin.spinning() { &no_wait } else { &max_wait };
+            let timeout = if self.due_soon || spin.spinning() {
+                &no_wait
+            } else {
+                &max_wait
+            };
             match epoll::wait(
                 &self.epoll,
                 rustix::buffer::spare_capacity(&mut events),
@@ -316,8 +325,20 @@ impl Daemon {
     /// Keep the timerfd at or before the core's next deadline. A later
     /// deadline is left to the armed (earlier) expiry, which re-arms on
     /// firing: one `timerfd_settime` per real change, not per loop turn.
+    ///
+    /// A deadline within [`DUE_SOON_US`] is not armed at all: the loop polls
+    /// without blocking until it passes. Programming a timer costs more than
+    /// the wait (on the target VM each `timerfd_settime` exits to the
+    /// hypervisor, ~10 µs) and a sub-tick timer cannot fire sooner anyway;
+    /// under a stream of such deadlines (a pacing shaper in debt, aging
+    /// steps of a microsecond-RTT path) re-arming took half the daemon's CPU.
     fn rearm(&mut self) {
         let want = self.core.poll_timeout();
+        let soon = Instant::from_micros(self.now().as_micros().saturating_add(DUE_SOON_US));
+        self.due_soon = want.is_some_and(|t| t <= soon);
+        if self.due_soon {
+            return;
+        }
         let keep = match (self.armed, want) {
             (Some(a), Some(w)) => a <= w,
             // An armed expiry with nothing due is a harmless early wake-up.

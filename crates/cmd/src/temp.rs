@@ -24,6 +24,9 @@ pub struct TempDaemon {
 }
 
 impl TempDaemon {
+    /// The name of the thread the daemon runs on.
+    pub const THREAD_NAME: &'static str = "cmd-daemon";
+
     /// With the default configuration (and quiet logs).
     pub fn start() -> anyhow::Result<TempDaemon> {
         TempDaemon::with_config(DaemonConfig::default())
@@ -47,11 +50,22 @@ impl TempDaemon {
             }
         };
         let stop = d.stop_handle();
-        let thread = std::thread::spawn(move || {
+        let run = move || {
             if let Err(e) = d.run() {
                 crate::log!(error, "msg=\"daemon loop failed\" error=\"{e}\"");
             }
-        });
+        };
+        // Named, so tests can find its CPU time in /proc/self/task.
+        let thread = match std::thread::Builder::new()
+            .name(Self::THREAD_NAME.into())
+            .spawn(run)
+        {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(e.into());
+            }
+        };
         Ok(TempDaemon {
             socket,
             dir,

@@ -334,6 +334,17 @@ impl DaemonConn {
     }
 }
 
+impl Drop for DaemonConn {
+    /// Calls still batched when the handle goes away were made by the
+    /// application and must reach the daemon: feedback left behind would
+    /// leave its bytes "in flight" in a macroflow that outlives the flow,
+    /// which then ages on feedback that never comes. Best effort: a daemon
+    /// that is gone is not an error here.
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
 /// The `seq` a reply echoes (0 and events: none).
 fn reply_seq(m: &ToClient) -> Option<u32> {
     use ToClient as T;
