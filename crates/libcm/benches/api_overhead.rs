@@ -17,8 +17,15 @@
 //! - `alf-bulk`: the same, but the acks of one loop turn are reported with
 //!   `cm_bulk_update` and the next requests with `cm_bulk_request`
 //!   (cm-implementation-linux §5 "Optimizations"), and calls to the daemon
-//!   are batched (`set_autoflush(false)`: sent every 32 calls and before
-//!   the loop sleeps).
+//!   are batched (`set_autoflush(false)`: sent every 32 calls once a
+//!   request is among them, and before the loop sleeps).
+//!
+//! In daemon mode both sides spin before they block (cm-ipc "Waiting:
+//! spin, then block"): the daemon polls for 50 µs after a busy turn
+//! (`spin_us`), and libcm polls for the grants of requests it just sent
+//! for up to 50 µs (`Cm::set_spin`) in `next_timeout` before the loop
+//! sleeps. The loop itself (and raw UDP's) waits the same way as before:
+//! `poll` on the ack socket and, in daemon mode, the control socket.
 //!
 //! each in embedded and daemon mode (the daemon is the real `cmd` loop on
 //! its own thread), plus kernel TCP (`TCP_NODELAY`, the same window of
@@ -29,7 +36,9 @@
 //! For investigating (never for the table): `CM_BENCH_SIZE=1200` runs one
 //! size; `CM_BENCH_ONLY=alf-bulk/dmn` (comma-separated variant names,
 //! `kernel-tcp` included) runs raw UDP and the variants named only;
-//! `CM_BENCH_BATCH=n` sets the ALF-bulk batch limit; `CM_BENCH_DEBUG=1`
+//! `CM_BENCH_BATCH=n` sets the ALF-bulk batch limit;
+//! `CM_BENCH_SPIN_US=n` the daemon's spin and `CM_BENCH_CLIENT_SPIN_US=n`
+//! the clients' (0: block at once, as before); `CM_BENCH_DEBUG=1`
 //! prints, per run, the window, RTT and IPC counters and each thread's CPU
 //! per packet and context switches (the sender is the main thread, the
 //! daemon the other long-lived one, the receiver has exited: "exited").
