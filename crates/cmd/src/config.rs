@@ -117,3 +117,24 @@ impl DaemonConfig {
         Ok(cfg)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spin_is_configurable_and_bounded() {
+        let c: DaemonConfig = toml::from_str("spin_us = 0").expect("parses");
+        assert_eq!(c.spin_us, 0);
+        assert!(c.core_config().is_ok());
+        assert_eq!(DaemonConfig::default().spin_us, DEFAULT_SPIN_US);
+        let c = DaemonConfig {
+            spin_us: MAX_SPIN_US + 1,
+            ..DaemonConfig::default()
+        };
+        assert!(
+            c.core_config().is_err(),
+            "a spin is a short wait, not a loop"
+        );
+    }
+}

@@ -32,6 +32,11 @@
 //!    [`Cm::poll_event`] whenever you like.
 //! 5. **async**: `tokio_adapter::AsyncCm` (feature `tokio`).
 //!
+//! In daemon mode, [`Cm::next_timeout`] and [`Cm::wait`] first poll the
+//! control socket for up to [`Cm::set_spin`] (default 50 µs) when calls the
+//! daemon answers (requests, calls with a reply) were just sent, so a busy
+//! sender is not put to sleep and woken for each batch of grants.
+//!
 //! ```
 //! use libcm::{Cm, CmEvent};
 //! use cm_core::{Config, Feedback, Duration};
