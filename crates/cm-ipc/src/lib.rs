@@ -51,8 +51,9 @@
 //! than a batch's work. So each side, when it would block, first polls
 //! without blocking for a bounded time, yielding the CPU between polls:
 //! the daemon for `spin_us` (its configuration) after a loop turn that
-//! did work, a client for libcm's `Cm::set_spin` after it sent a call that
-//! [`ToDaemon::expects_answer`]. A frame sent to a peer that is polling
+//! did work, a client for libcm's `Cm::set_spin` (adaptive: longer while
+//! answers come within it, shorter while they do not) after it sent a call
+//! that [`ToDaemon::expects_answer`]. A frame sent to a peer that is polling
 //! needs no wake-up; a peer that has blocked is woken by the frame
 //! arriving on its socket as before, so a wake-up cannot be lost (the
 //! socket is the only signal; the spin only shortens the wait). This

@@ -23,8 +23,8 @@
 //! In daemon mode both sides spin before they block (cm-ipc "Waiting:
 //! spin, then block"): the daemon polls for 50 µs after a busy turn
 //! (`spin_us`), and libcm polls for the grants of requests it just sent
-//! for up to 50 µs (`Cm::set_spin`) in `next_timeout` before the loop
-//! sleeps. The loop itself (and raw UDP's) waits the same way as before:
+//! in `next_timeout` before the loop sleeps, for an adaptive time of at
+//! most 500 µs (`Cm::set_spin`). The loop itself (and raw UDP's) waits the same way as before:
 //! `poll` on the ack socket and, in daemon mode, the control socket.
 //!
 //! each in embedded and daemon mode (the daemon is the real `cmd` loop on

@@ -327,13 +327,17 @@ impl Cm {
     /// request, a reply), yielding the CPU between polls: in
     /// [`Cm::next_timeout`] (which then returns zero if the answer came),
     /// [`Cm::wait`], and calls that wait for a reply. It spins at most once
-    /// per batch sent, so at most this long per sleep. A thread that keeps
-    /// polling is not put to sleep and woken again, which costs ~50 µs
-    /// across CPUs (cm-ipc "Waiting: spin, then block"). Default 50 µs;
-    /// zero never spins. Embedded mode never waits for an answer.
+    /// per batch sent, so at most this long per sleep, and adaptively: the
+    /// spin doubles (up to this) while answers come within it and halves
+    /// (down to 10 µs) while they come later or not at all, e.g. when the
+    /// window is full. A thread that keeps polling is not put to sleep and
+    /// woken again, which costs ~50 µs across CPUs (cm-ipc "Waiting: spin,
+    /// then block"). Default 500 µs; zero never spins. Embedded mode never
+    /// waits for an answer.
     pub fn set_spin(&mut self, spin: std::time::Duration) {
         if let Backend::Daemon(d) = &mut self.backend {
             d.spin = spin;
+            d.spin_now = spin;
         }
     }
 

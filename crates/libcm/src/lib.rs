@@ -33,7 +33,8 @@
 //! 5. **async**: `tokio_adapter::AsyncCm` (feature `tokio`).
 //!
 //! In daemon mode, [`Cm::next_timeout`] and [`Cm::wait`] first poll the
-//! control socket for up to [`Cm::set_spin`] (default 50 µs) when calls the
+//! control socket for up to [`Cm::set_spin`] (adaptive, at most 500 µs by
+//! default) when calls the
 //! daemon answers (requests, calls with a reply) were just sent, so a busy
 //! sender is not put to sleep and woken for each batch of grants.
 //!

@@ -13,8 +13,11 @@
 //! blocking for up to [`DaemonConn::spin`], yielding the CPU between polls
 //! (cm-ipc "Waiting: spin, then block"): the answer usually comes within
 //! microseconds, and a thread that never sleeps needs no ~50 µs cross-CPU
-//! wake-up. It spins at most once per batch sent; a batch whose answer
-//! takes longer (the window is full) costs one bounded spin, then sleeps.
+//! wake-up. It spins at most once per batch sent, and adapts how long: the
+//! spin doubles when an answer came within [`DaemonConn::spin`] (spinning
+//! longer would have caught it) and halves when it came later or not at
+//! all (a full window), down to [`MIN_SPIN`] — the grow/shrink rule of
+//! KVM's adaptive halt-polling (Linux `Documentation/virt/kvm/halt-polling.rst`).
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -31,9 +34,14 @@ use rustix::net::{
 use crate::CmEvent;
 use crate::error::CmError;
 
-/// Default client spin before sleeping when an answer is expected (about
-/// the cost of one cross-CPU wake-up, DESIGN.md "Platform facts").
-pub(crate) const DEFAULT_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+/// Default longest client spin before sleeping when an answer is expected.
+/// The daemon's answer to a batch typically takes 50-200 µs on the target
+/// 2-core machine (it must be scheduled beside two busy threads), and a
+/// client that sleeps before it comes pays a ~50 µs wake-up on top; the
+/// adaptive spin (see the module docs) shrinks when answers do not come.
+pub(crate) const DEFAULT_SPIN: std::time::Duration = std::time::Duration::from_micros(500);
+/// Shortest adaptive spin.
+pub(crate) const MIN_SPIN: std::time::Duration = std::time::Duration::from_micros(10);
 
 /// How much larger than the batch limit a batch without calls the daemon
 /// answers may grow before it is sent (see [`DaemonConn::batch_full`]).
@@ -57,6 +65,10 @@ pub(crate) struct DaemonConn {
     /// A batch that the daemon answers was sent and nothing has come back
     /// since (and no spin has waited for it yet).
     awaiting: bool,
+    /// The current (adaptive) spin, at most `spin`.
+    pub(crate) spin_now: std::time::Duration,
+    /// When the oldest batch still waiting for an answer was sent.
+    asked_at: Option<std::time::Instant>,
     /// Frames sent and received, messages sent (for benchmarks and `stat`).
     pub(crate) counters: crate::IpcCounters,
 }
@@ -86,6 +98,8 @@ impl DaemonConn {
             spin: DEFAULT_SPIN,
             out_answered: false,
             awaiting: false,
+            spin_now: DEFAULT_SPIN,
+            asked_at: None,
             counters: crate::IpcCounters::default(),
         };
         c.push(&ToDaemon::Hello {
@@ -158,7 +172,10 @@ impl DaemonConn {
         self.counters.frames_out += 1;
         self.counters.calls_out += self.out.len() as u64;
         self.out.clear();
-        self.awaiting |= std::mem::take(&mut self.out_answered);
+        if std::mem::take(&mut self.out_answered) {
+            self.awaiting = true;
+            self.asked_at.get_or_insert_with(std::time::Instant::now);
+        }
         Ok(())
     }
 
@@ -171,6 +188,7 @@ impl DaemonConn {
                     let n = n.min(self.rbuf.len());
                     self.counters.frames_in += 1;
                     self.awaiting = false;
+                    self.adapt_spin();
                     decode_frame_into(&self.rbuf[..n], &mut self.inbox)?;
                 }
                 Err(Errno::AGAIN) => {
@@ -195,7 +213,7 @@ impl DaemonConn {
             return Ok(false);
         }
         let before = self.counters.frames_in;
-        let until = std::time::Instant::now() + self.spin;
+        let until = std::time::Instant::now() + self.spin_now.min(self.spin);
         loop {
             self.drain_socket()?;
             if self.counters.frames_in != before {
@@ -207,6 +225,19 @@ impl DaemonConn {
             }
             std::thread::yield_now();
         }
+    }
+
+    /// An answer came: grow the spin if it came within the longest spin,
+    /// shrink it otherwise (KVM halt-polling's rule, see the module docs).
+    fn adapt_spin(&mut self) {
+        let Some(t) = self.asked_at.take() else {
+            return;
+        };
+        self.spin_now = if t.elapsed() <= self.spin {
+            self.spin_now.saturating_mul(2).min(self.spin)
+        } else {
+            (self.spin_now / 2).max(MIN_SPIN)
+        };
     }
 
     /// Block until the socket is readable or `timeout` passes, then drain it
