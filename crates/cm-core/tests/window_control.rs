@@ -13,6 +13,12 @@
 //!   granted MTU) was held to the initial window forever: the "grow only when
 //!   used" test looked at bytes in flight alone (found by the API benchmark:
 //!   64-byte ALF through the daemon at 45 µs per packet).
+//! - the aging half-life must not be shorter than the clock granularity G,
+//!   and aging must stop stepping once the open-loop rate is zero. With a
+//!   half-life of the minimum RTT alone (a few µs on loopback), a 1 ms
+//!   scheduling stall halved the window some hundred times, and the timer
+//!   kept firing every few µs after the rate reached zero: over 45,000 steps
+//!   in one daemon benchmark run (found by the libcm API benchmark).
 
 #![allow(clippy::unwrap_used)]
 
@@ -124,4 +130,52 @@ fn regression_small_packets_blocked_by_grants_grow_the_window() {
         w.get() >= 2 * initial.get(),
         "window {w} did not grow from {initial} while grants were the limit"
     );
+}
+
+#[test]
+fn regression_aging_half_life_is_at_least_the_grace_and_stops_at_zero_rate() {
+    let (mut cm, f) = one_flow();
+    let mut now = Instant::ZERO;
+    // A loopback path: 10 µs RTT samples, so min RTT and srtt are 10 µs.
+    let rtt = Duration::from_micros(10);
+    for _ in 0..50 {
+        cm.request(now, f).unwrap();
+        let mut granted = 0;
+        while let Some(ev) = cm.poll_event() {
+            if let Event::Grant { bytes, .. } = ev {
+                granted += bytes.get();
+            }
+        }
+        cm.notify(now, f, Bytes(granted)).unwrap();
+        now += rtt;
+        cm.update(now, f, Feedback::acked(granted, rtt)).unwrap();
+    }
+    // Leave one packet unacknowledged, then go silent.
+    cm.request(now, f).unwrap();
+    while cm.poll_event().is_some() {}
+    cm.notify(now, f, Bytes(1000)).unwrap();
+    let mf = cm.macroflow_of(f).unwrap();
+    // Aging starts about srtt + G (1 ms) later; 3 ms after that, a half-life
+    // floored at G = 1 ms allows about 4 steps, where a 10 µs one took 300.
+    let mut t = now;
+    let end = now + Duration::from_millis(4);
+    while t < end {
+        t += Duration::from_micros(10);
+        cm.handle_timeout(t);
+    }
+    let steps = cm.macroflow_info(mf).unwrap().aging_steps;
+    assert!((1..=5).contains(&steps), "{steps} aging steps in 4 ms");
+    // Ten seconds of silence: the steps stop once the open-loop rate is
+    // zero, and no aging deadline is left to wake the timer.
+    let mut calls = 0;
+    while let Some(d) = cm.poll_timeout() {
+        if d > now + Duration::from_secs(10) || calls > 100_000 {
+            break;
+        }
+        cm.handle_timeout(d);
+        calls += 1;
+    }
+    let info = cm.macroflow_info(mf).unwrap();
+    assert!(info.aging_steps <= 64, "{} steps", info.aging_steps);
+    assert!(calls < 200, "{calls} timer wake-ups in 10 s of silence");
 }

@@ -109,6 +109,10 @@ impl CongestionManager {
             Aging::Off => return,
         }
         .unwrap_or(initial_rto)
+        // Never below the clock granularity G that also delays the trigger
+        // (RFC 6298 §2.2): a half-life of a few µs (a loopback minimum RTT)
+        // would turn a 1 ms scheduling stall into a hundred halvings.
+        .max(self.cfg.aging_grace)
         .max(Duration::from_micros(1));
         // The open-loop rate starts from window/srtt; with no RTT sample at
         // all, from window / initial RTO (RFC 6298 §2.1's conservative RTT),
@@ -147,6 +151,11 @@ impl CongestionManager {
             return None;
         }
         if let Some(a) = m.aging {
+            // The open-loop rate has halved to zero: nothing is left to age,
+            // and feedback (or the flows' own timers) must restart the loop.
+            if a.steps > 0 && a.rate0.bytes_per_sec() >> a.steps.min(63) == 0 {
+                return None;
+            }
             return Some(a.next);
         }
         // "triggered when the CM does not receive a response ... within a
