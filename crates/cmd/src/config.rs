@@ -137,4 +137,12 @@ mod tests {
             "a spin is a short wait, not a loop"
         );
     }
+
+    /// contrib/cmd.toml says its values are the defaults: keep it true.
+    #[test]
+    fn the_example_config_parses_and_spells_the_defaults() {
+        let text = include_str!("../../../contrib/cmd.toml");
+        let c: DaemonConfig = toml::from_str(text).expect("contrib/cmd.toml parses");
+        assert_eq!(c, DaemonConfig::default());
+    }
 }
