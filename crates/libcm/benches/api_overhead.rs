@@ -36,7 +36,9 @@
 //! For investigating (never for the table): `CM_BENCH_SIZE=1200` runs one
 //! size; `CM_BENCH_ONLY=alf-bulk/dmn` (comma-separated variant names,
 //! `kernel-tcp` included) runs raw UDP and the variants named only;
-//! `CM_BENCH_BATCH=n` sets the ALF-bulk batch limit;
+//! `CM_BENCH_BATCH=n` sets the ALF-bulk batch limit; `CM_BENCH_PIN=1` pins
+//! the sender to CPU 0 and the receiver to CPU 1 in every variant (the
+//! daemon's thread stays free: no change in the median here, less scatter);
 //! `CM_BENCH_SPIN_US=n` the daemon's spin and `CM_BENCH_CLIENT_SPIN_US=n`
 //! the clients' (0: block at once, as before); `CM_BENCH_DEBUG=1`
 //! prints, per run, the window, RTT and IPC counters and each thread's CPU
@@ -114,6 +116,7 @@ impl Receiver {
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = stop.clone();
         let thread = std::thread::spawn(move || {
+            pin_if_asked(1);
             let mut buf = [0u8; 2048];
             while !s2.load(Ordering::Relaxed) {
                 if let Ok((n, from)) = sock.recv_from(&mut buf) {
@@ -137,6 +140,23 @@ impl Drop for Receiver {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// `CM_BENCH_PIN=1`: pin the calling thread to `cpu` (the sender to 0, the
+/// receiver to 1; the daemon's thread stays free), so that the scheduler
+/// cannot put sender and receiver on one CPU for a whole run.
+#[allow(unsafe_code)]
+fn pin_if_asked(cpu: usize) {
+    if std::env::var_os("CM_BENCH_PIN").is_none() {
+        return;
+    }
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and
+    // sched_setaffinity (0 = the calling thread) only read it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
 }
 
@@ -569,6 +589,7 @@ fn main() {
     }
     let daemon = cmd::TempDaemon::with_config(dcfg).expect("daemon starts");
     watchdog(StdDuration::from_secs(10));
+    pin_if_asked(0);
     let mut variants: Vec<(&str, Option<(Api, bool)>)> = vec![
         ("raw-udp", None),
         ("buffered/emb", Some((Api::Buffered, false))),
