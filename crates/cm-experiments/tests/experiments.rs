@@ -46,7 +46,9 @@ fn seq_trace_produces_both_traces() {
     assert_eq!(o.plot.series.len(), 2);
     assert!(o.plot.series.iter().all(|s| s.points.len() > 100));
     // sigcomm1999 Fig 5: TCP/CM behaves like NewReno (mean over 10 seeds).
-    let ratio = o.json()["metrics"]["goodput_ratio"].as_f64().unwrap_or(f64::NAN);
+    let ratio = o.json()["metrics"]["goodput_ratio"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
     assert!((0.8..=1.25).contains(&ratio), "goodput ratio {ratio}");
 }
 
