@@ -28,7 +28,9 @@
 //! `poll` on the ack socket and, in daemon mode, the control socket.
 //!
 //! each in embedded and daemon mode (the daemon is the real `cmd` loop on
-//! its own thread), plus kernel TCP (`TCP_NODELAY`, the same window of
+//! its own thread; every run's receiver listens on an address of its own
+//! in 127/8, so every daemon run starts from a fresh macroflow), plus
+//! kernel TCP (`TCP_NODELAY`, the same window of
 //! acknowledged messages) for reference. Output: µs per packet and the
 //! throughput ratio to raw UDP. `CM_BENCH_QUICK=1` measures 1200-byte
 //! datagrams only, with fewer packets (what CI runs).
@@ -108,8 +110,16 @@ struct Receiver {
 
 impl Receiver {
     /// Acknowledge every datagram with its sequence number.
+    /// Each receiver listens on an address of its own in 127/8, so that
+    /// every run through the daemon starts with a fresh macroflow (the CM
+    /// keys macroflows by destination host and keeps a closed one's state
+    /// for 10 minutes): one variant's window, RTT and aging must not carry
+    /// into the next, as nothing carries between embedded runs either.
     fn start() -> Receiver {
-        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let k = RUNS.fetch_add(1, Ordering::Relaxed);
+        let ip = std::net::Ipv4Addr::new(127, 0, ((k / 250) % 256) as u8, (2 + k % 250) as u8);
+        let sock = UdpSocket::bind((ip, 0)).unwrap();
         sock.set_read_timeout(Some(StdDuration::from_millis(50)))
             .unwrap();
         let addr = sock.local_addr().unwrap();
