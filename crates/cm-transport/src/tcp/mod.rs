@@ -11,6 +11,7 @@ mod cm_account;
 mod config;
 mod ledger;
 mod newreno;
+mod ranges;
 mod receiver;
 mod rtt;
 mod scoreboard;

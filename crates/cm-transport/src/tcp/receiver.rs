@@ -1,11 +1,12 @@
 //! The TCP receiver: cumulative ACKs, out-of-order buffering, delayed ACKs,
 //! timestamp echo and SACK blocks (RFC 2018) when the SYN asks for them.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use cm_core::Instant;
 
 use super::config::{TcpConfigError, TcpReceiverConfig};
+use super::ranges::RangeSet;
 use crate::segment::{Flags, MAX_SACK_BLOCKS, SackBlocks, TcpSegment};
 
 /// Counters of a receiver.
@@ -29,7 +30,7 @@ pub struct TcpReceiver {
     established: bool,
     rcv_nxt: u64,
     /// Out-of-order ranges above `rcv_nxt`: start -> end.
-    ooo: BTreeMap<u64, u64>,
+    ooo: RangeSet,
     fin_seq: Option<u64>,
     fin_received: bool,
     ts_recent: u64,
@@ -55,7 +56,7 @@ impl TcpReceiver {
             cfg,
             established: false,
             rcv_nxt: 0,
-            ooo: BTreeMap::new(),
+            ooo: RangeSet::default(),
             fin_seq: None,
             fin_received: false,
             ts_recent: 0,
@@ -93,7 +94,7 @@ impl TcpReceiver {
 
     /// Out-of-order ranges currently buffered, `(start, end)` sequence numbers.
     pub fn buffered_ranges(&self) -> Vec<(u64, u64)> {
-        self.ooo.iter().map(|(&s, &e)| (s, e)).collect()
+        self.ooo.iter().collect()
     }
 
     /// The next ACK (or SYN-ACK) to send.
@@ -139,21 +140,15 @@ impl TcpReceiver {
             self.sack_recent.clear();
             return out;
         }
-        let containing = |ooo: &BTreeMap<u64, u64>, seq: u64| {
-            ooo.range(..=seq)
-                .next_back()
-                .filter(|&(_, &e)| e > seq)
-                .map(|(&s, &e)| (s, e))
-        };
         let mut listed: Vec<(u64, u64)> = Vec::with_capacity(MAX_SACK_BLOCKS);
         for &seq in &self.sack_recent {
-            if let Some(b) = containing(&self.ooo, seq) {
+            if let Some(b) = self.ooo.containing(seq) {
                 if b.0 < b.1 && !listed.contains(&b) {
                     listed.push(b);
                 }
             }
         }
-        for (&s, &e) in &self.ooo {
+        for (s, e) in self.ooo.iter() {
             // (An out-of-order FIN is buffered as an empty range.)
             if s < e && !listed.contains(&(s, e)) {
                 listed.push((s, e));
@@ -220,7 +215,7 @@ impl TcpReceiver {
         if start > self.rcv_nxt {
             // RFC 5681 §4.2: an immediate duplicate ACK for out-of-order data.
             self.stats.out_of_order += 1;
-            self.insert_ooo(start, end);
+            self.ooo.insert(start, end);
             if self.sack {
                 // RFC 2018 §4: the first block reports the segment that
                 // triggered this ACK.
@@ -233,11 +228,7 @@ impl TcpReceiver {
         // RFC 7323 §4.3: TS.Recent from the segment that advances the edge.
         self.ts_recent = seg.ts_val;
         self.rcv_nxt = self.rcv_nxt.max(end);
-        while let Some((&s, &e)) = self.ooo.iter().next() {
-            if s > self.rcv_nxt {
-                break;
-            }
-            self.ooo.remove(&s);
+        while let Some(e) = self.ooo.pop_reaching(self.rcv_nxt) {
             self.rcv_nxt = self.rcv_nxt.max(e);
         }
         let mut immediate = filled_gap;
@@ -260,22 +251,6 @@ impl TcpReceiver {
                 }
             }
         }
-    }
-
-    fn insert_ooo(&mut self, mut start: u64, mut end: u64) {
-        // Merge with every overlapping or adjacent range.
-        let overlapping: Vec<(u64, u64)> = self
-            .ooo
-            .range(..=end)
-            .filter(|&(_, &e)| e >= start)
-            .map(|(&s, &e)| (s, e))
-            .collect();
-        for (s, e) in overlapping {
-            self.ooo.remove(&s);
-            start = start.min(s);
-            end = end.max(e);
-        }
-        self.ooo.insert(start, end);
     }
 }
 

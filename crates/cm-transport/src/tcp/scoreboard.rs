@@ -7,7 +7,7 @@
 //! holes are; every byte of one gap has the same SACKed data above it, so
 //! `IsLost` is decided per gap and `SetPipe` is a walk over the ranges.
 
-use std::collections::BTreeMap;
+use super::ranges::RangeSet;
 
 /// RFC 6675 §2 DupThresh (RFC 5681's three duplicate ACKs).
 pub(crate) const DUP_THRESH: u64 = 3;
@@ -15,8 +15,7 @@ pub(crate) const DUP_THRESH: u64 = 3;
 /// Merged SACKed byte ranges `[start, end)` above the cumulative ACK.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Scoreboard {
-    ranges: BTreeMap<u64, u64>,
-    bytes: u64,
+    ranges: RangeSet,
 }
 
 /// One un-SACKed stretch `[start, end)` below the highest sent byte and
@@ -47,73 +46,44 @@ impl Scoreboard {
     /// below `una` or at or above `max` (data never sent). Returns the bytes
     /// newly SACKed.
     pub(crate) fn insert(&mut self, una: u64, max: u64, start: u64, end: u64) -> u64 {
-        let (mut start, mut end) = (start.max(una), end.min(max));
+        let (start, end) = (start.max(una), end.min(max));
         if start >= end {
             return 0;
         }
-        let before = self.bytes;
-        let overlapping: Vec<(u64, u64)> = self
-            .ranges
-            .range(..=end)
-            .filter(|&(_, &e)| e >= start)
-            .map(|(&s, &e)| (s, e))
-            .collect();
-        for (s, e) in overlapping {
-            self.ranges.remove(&s);
-            self.bytes -= e - s;
-            start = start.min(s);
-            end = end.max(e);
-        }
-        self.ranges.insert(start, end);
-        self.bytes += end - start;
-        self.bytes - before
+        self.ranges.insert(start, end)
     }
 
     /// The cumulative ACK moved to `una`: forget what lies below it.
     pub(crate) fn advance(&mut self, una: u64) {
-        while let Some((&s, &e)) = self.ranges.iter().next() {
-            if s >= una {
-                break;
-            }
-            self.ranges.remove(&s);
-            self.bytes -= e - s;
-            if e > una {
-                self.ranges.insert(una, e);
-                self.bytes += e - una;
-                break;
-            }
-        }
+        self.ranges.trim_below(una);
     }
 
     /// SACKed bytes above the cumulative ACK.
     pub(crate) fn sacked_bytes(&self) -> u64 {
-        self.bytes
+        self.ranges.bytes()
     }
 
     /// One past the highest SACKed byte (RFC 6675's HighSACK + 1), if any.
     pub(crate) fn high_sacked(&self) -> Option<u64> {
-        self.ranges.iter().next_back().map(|(_, &e)| e)
+        self.ranges.high()
     }
 
     /// Whether `seq` is SACKed.
     #[cfg(test)]
     pub(crate) fn contains(&self, seq: u64) -> bool {
-        self.ranges
-            .range(..=seq)
-            .next_back()
-            .is_some_and(|(_, &e)| e > seq)
+        self.ranges.containing(seq).is_some()
     }
 
     /// The ranges, ascending.
     pub(crate) fn ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.ranges.iter().map(|(&s, &e)| (s, e))
+        self.ranges.iter()
     }
 
     /// The un-SACKed gaps in `[una, max)`, ascending.
     pub(crate) fn gaps(&self, una: u64, max: u64, mss: u64) -> Vec<Gap> {
         let mut out = Vec::new();
         let mut at = una;
-        for (&s, &e) in &self.ranges {
+        for (s, e) in self.ranges.iter() {
             if s > at && at < max {
                 out.push(Gap {
                     start: at,
@@ -136,7 +106,7 @@ impl Scoreboard {
         let mut ranges = self.ranges.iter().rev().peekable();
         let (mut bytes, mut segs) = (0u64, 0u64);
         for g in out.iter_mut().rev() {
-            while let Some(&(&s, &e)) = ranges.peek() {
+            while let Some(&(s, e)) = ranges.peek() {
                 if s < g.end {
                     break;
                 }
