@@ -94,21 +94,6 @@ Offered(Ptr<const Packet> p)
     ++g_offered[f];
 }
 
-// Refused by the traffic-control layer (device queue stopped): it never
-// reached the device, so it is offered and dropped.
-void
-TcDrop(Ptr<const Packet> p)
-{
-    int f = FlowOf(p);
-    if (f < 0)
-    {
-        ++g_unclassified;
-        return;
-    }
-    ++g_offered[f];
-    ++g_dropped[f];
-}
-
 // Refused by the device queue itself (already counted by MacTx).
 void
 DeviceDrop(Ptr<const Packet> p)
@@ -118,6 +103,15 @@ DeviceDrop(Ptr<const Packet> p)
     {
         ++g_dropped[f];
     }
+}
+
+// Refused by the traffic-control layer (device queue stopped): it never
+// reached the device, so it is offered and dropped.
+void
+TcDrop(Ptr<const Packet> p)
+{
+    Offered(p);
+    DeviceDrop(p);
 }
 
 } // namespace
