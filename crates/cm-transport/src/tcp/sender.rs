@@ -294,8 +294,10 @@ impl TcpSender {
             if let Some(s) = self.rexmit_segment(now, self.mss) {
                 return Some(s);
             }
-            if cwnd.saturating_sub(self.pipe()) >= self.mss {
-                if let Some(s) = self.sack_segment(now, self.mss) {
+            // One scoreboard walk for both SetPipe and NextSeg.
+            let gaps = self.gaps();
+            if cwnd.saturating_sub(self.pipe(&gaps)) >= self.mss {
+                if let Some(s) = self.sack_segment(now, self.mss, &gaps) {
                     return Some(s);
                 }
             }
@@ -337,8 +339,10 @@ impl TcpSender {
         let limit = bytes.get().min(self.mss);
         let seg = if self.phase == Phase::Established && limit > 0 {
             if self.sack_recovering() {
-                self.rexmit_segment(now, limit)
-                    .or_else(|| self.sack_segment(now, limit))
+                self.rexmit_segment(now, limit).or_else(|| {
+                    let gaps = self.gaps();
+                    self.sack_segment(now, limit, &gaps)
+                })
             } else {
                 self.rexmit_segment(now, limit)
                     .or_else(|| self.data_segment(now, limit, None))
@@ -444,10 +448,9 @@ impl TcpSender {
 
     /// RFC 6675 §4 SetPipe(): per un-SACKed byte in flight, one if it is
     /// not lost, plus one if it was retransmitted (is below HighRxt).
-    fn pipe(&self) -> u64 {
+    fn pipe(&self, gaps: &[Gap]) -> u64 {
         let high_rxt = self.high_rxt.max(self.snd_una);
-        self.gaps()
-            .iter()
+        gaps.iter()
             .map(|g| {
                 let not_lost = if self.gap_lost(g) { 0 } else { g.end - g.start };
                 let rexmitted = high_rxt.min(g.end).saturating_sub(g.start);
@@ -457,10 +460,9 @@ impl TcpSender {
     }
 
     /// RFC 6675 §4 NextSeg(), for up to `limit` bytes: `(seq, len, kind)`.
-    fn next_seg(&self, limit: u64) -> Option<(u64, u64, NextSeg)> {
+    fn next_seg(&self, limit: u64, gaps: &[Gap]) -> Option<(u64, u64, NextSeg)> {
         let high_rxt = self.high_rxt.max(self.snd_una);
         let high_sacked = self.sb.high_sacked().unwrap_or(0);
-        let gaps = self.gaps();
         // (1) the smallest un-SACKed S2 > HighRxt below the highest SACKed
         // byte with IsLost(S2); after a timeout every hole below `recover`.
         for g in gaps.iter().filter(|g| g.end > high_rxt) {
@@ -497,8 +499,8 @@ impl TcpSender {
     }
 
     /// Send what NextSeg picks (SACK recovery).
-    fn sack_segment(&mut self, now: Instant, limit: u64) -> Option<TcpSegment> {
-        let (seq, len, kind) = self.next_seg(limit)?;
+    fn sack_segment(&mut self, now: Instant, limit: u64, gaps: &[Gap]) -> Option<TcpSegment> {
+        let (seq, len, kind) = self.next_seg(limit, gaps)?;
         match kind {
             NextSeg::New => return self.data_segment(now, limit, None),
             // Rules (1) and (3) advance HighRxt.
@@ -528,7 +530,7 @@ impl TcpSender {
             .is_some_and(|s| s >= self.snd_una && s < self.snd_max);
         let ready = rexmit
             || if self.sack_recovering() {
-                self.next_seg(self.mss).is_some()
+                self.next_seg(self.mss, &self.gaps()).is_some()
             } else {
                 self.next_len(self.mss).is_some()
             };
