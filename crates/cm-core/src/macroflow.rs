@@ -25,6 +25,13 @@ pub(crate) struct AgingState {
     pub rate0: Rate,
 }
 
+impl AgingState {
+    /// The open-loop rate after `steps` halvings: `rate0 / 2^steps`.
+    pub fn rate(&self) -> Rate {
+        Rate::from_bytes_per_sec(self.rate0.bytes_per_sec() >> self.steps.min(63))
+    }
+}
+
 /// Recent loss fraction, weighted by bytes over about eight windows.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct LossEstimator {
@@ -139,9 +146,7 @@ impl Macroflow {
     /// exponentially even after the window reaches its one-MTU floor.
     pub fn shaping_rate(&self) -> Option<Rate> {
         match self.aging {
-            Some(a) if a.steps > 0 => Some(Rate::from_bytes_per_sec(
-                a.rate0.bytes_per_sec() >> a.steps.min(63),
-            )),
+            Some(a) if a.steps > 0 => Some(a.rate()),
             _ => self.controller.pacing_rate(self.rtt.srtt()),
         }
     }

@@ -153,7 +153,7 @@ impl CongestionManager {
         if let Some(a) = m.aging {
             // The open-loop rate has halved to zero: nothing is left to age,
             // and feedback (or the flows' own timers) must restart the loop.
-            if a.steps > 0 && a.rate0.bytes_per_sec() >> a.steps.min(63) == 0 {
+            if a.steps > 0 && a.rate() == Rate::ZERO {
                 return None;
             }
             return Some(a.next);
