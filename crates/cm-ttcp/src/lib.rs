@@ -206,6 +206,13 @@ pub struct SendSpec {
     pub sack: bool,
 }
 
+/// The length of the file at `p`.
+fn file_len(p: &std::path::Path) -> Result<u64> {
+    std::fs::metadata(p)
+        .map(|m| m.len())
+        .map_err(|e| TtcpError::io(format!("{}", p.display()), e))
+}
+
 impl SendSpec {
     /// `bytes` to `dst` over `transport`, default timeouts, no progress.
     pub fn new(dst: SocketAddr, bytes: u64, transport: Transport) -> SendSpec {
@@ -230,9 +237,7 @@ impl SendSpec {
         transport: Transport,
     ) -> Result<SendSpec> {
         let path = path.into();
-        let len = std::fs::metadata(&path)
-            .map_err(|e| TtcpError::io(format!("{}", path.display()), e))?
-            .len();
+        let len = file_len(&path)?;
         if len == 0 {
             return Err(TtcpError::Invalid(format!(
                 "{} is empty: nothing to send",
@@ -290,9 +295,7 @@ impl SendSpec {
             return bad("time limit must be > 0");
         }
         if let Some(p) = &self.file {
-            let len = std::fs::metadata(p)
-                .map_err(|e| TtcpError::io(format!("{}", p.display()), e))?
-                .len();
+            let len = file_len(p)?;
             if len < self.bytes {
                 return Err(TtcpError::Invalid(format!(
                     "{} has {len} bytes, fewer than the {} to send",
