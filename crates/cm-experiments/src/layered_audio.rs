@@ -142,13 +142,8 @@ const EQUAL_LOSS_QUEUE: u32 = 100;
 /// Random loss of the equal-loss path.
 const EQUAL_LOSS_RATE: f64 = 0.05;
 
-/// Run the scenario for `seconds` with `seed` (which staggers the starts by
-/// up to 100 ms).
-pub fn run(seconds: u64, seed: u64) -> Result<AudioRun, AudioExpError> {
-    run_with(seconds, seed, Variant::PAPER)
-}
-
-/// One run of a [`Variant`].
+/// One run of a [`Variant`] for `seconds` with `seed` (which staggers the
+/// starts by up to 100 ms).
 pub fn run_with(seconds: u64, seed: u64, variant: Variant) -> Result<AudioRun, AudioExpError> {
     let mut cfg = DumbbellConfig::sigcomm1999(3, 500_000, Duration::from_millis(60));
     if variant.path == PathKind::EqualLoss {

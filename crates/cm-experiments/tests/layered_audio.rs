@@ -3,32 +3,36 @@
 
 #![allow(clippy::unwrap_used)]
 
-use cm_experiments::layered_audio::{AudioRun, Companion, PathKind, Variant, run, run_with};
+use cm_experiments::layered_audio::{AudioRun, Companion, PathKind, Variant, run_with};
 
 fn variant(path: PathKind, companion: Companion) -> Variant {
     Variant { path, companion }
 }
 
-/// Mean over seeds 1-3 of 60 s runs.
-fn mean_of(v: Variant, f: impl Fn(&AudioRun) -> f64) -> f64 {
-    let seeds = [1, 2, 3];
-    seeds
-        .iter()
-        .map(|&s| {
+/// Seeds 1-3 of 60 s runs of `v`.
+fn runs(v: Variant) -> Vec<AudioRun> {
+    [1, 2, 3]
+        .into_iter()
+        .map(|s| {
             let r = run_with(60, s, v).unwrap();
             eprintln!(
-                "{} seed {s}: newreno {:.0} audio {:.0} tcpcm {:.0} tcpcm2 {:.0}; loss {:?}",
+                "{} seed {s}: newreno {:.0} audio {:.0} tcpcm {:.0} tcpcm2 {:.0}; loss {:?}; encodings {:?}",
                 v.label(),
                 r.newreno_kbps,
                 r.audio_kbps,
                 r.tcpcm_kbps,
                 r.tcpcm2_kbps,
-                r.loss
+                r.loss,
+                r.time_at_encoding
             );
-            f(&r)
+            r
         })
-        .sum::<f64>()
-        / seeds.len() as f64
+        .collect()
+}
+
+/// The mean of `f` over `runs`.
+fn mean(runs: &[AudioRun], f: impl Fn(&AudioRun) -> f64) -> f64 {
+    runs.iter().map(f).sum::<f64>() / runs.len() as f64
 }
 
 fn host_over_newreno(r: &AudioRun) -> f64 {
@@ -50,22 +54,15 @@ fn host_over_newreno(r: &AudioRun) -> f64 {
 #[test]
 #[ignore = "known failing: audio + TCP/CM get 1.7x NewReno on the paper path, see doc comment"]
 fn audio_and_tcpcm_together_match_newreno_and_audio_mostly_at_80k() {
-    let mut ratio_sum = 0.0;
-    let seeds = [1, 2, 3];
-    for seed in seeds {
-        let r = run(60, seed).unwrap();
-        eprintln!(
-            "seed {seed}: newreno {:.0} audio {:.0} tcpcm {:.0} kbit/s; encodings {:?}",
-            r.newreno_kbps, r.audio_kbps, r.tcpcm_kbps, r.time_at_encoding
-        );
-        ratio_sum += (r.audio_kbps + r.tcpcm_kbps) / r.newreno_kbps;
+    let rs = runs(Variant::PAPER);
+    for r in &rs {
         assert_eq!(
             r.most_used_kbps, 80,
-            "seed {seed}: {:?}",
-            r.time_at_encoding
+            "seed {}: {:?}",
+            r.seed, r.time_at_encoding
         );
     }
-    let ratio = ratio_sum / seeds.len() as f64;
+    let ratio = mean(&rs, host_over_newreno);
     assert!(
         (0.8..=1.2).contains(&ratio),
         "(audio+tcpcm)/newreno = {ratio:.3}"
@@ -77,16 +74,8 @@ fn audio_and_tcpcm_together_match_newreno_and_audio_mostly_at_80k() {
 /// not TCP/CM's own.
 #[test]
 fn control_without_audio_tcpcm_is_tcp_friendly() {
-    let seeds = [1, 2, 3];
-    let mut ratio = 0.0;
-    for seed in seeds {
-        let r = run_with(60, seed, variant(PathKind::DropTailBdp, Companion::Nothing)).unwrap();
-        eprintln!(
-            "control seed {seed}: newreno {:.0} tcpcm {:.0}",
-            r.newreno_kbps, r.tcpcm_kbps
-        );
-        ratio += r.tcpcm_kbps / r.newreno_kbps / seeds.len() as f64;
-    }
+    let rs = runs(variant(PathKind::DropTailBdp, Companion::Nothing));
+    let ratio = mean(&rs, host_over_newreno);
     assert!(
         (0.8..=1.25).contains(&ratio),
         "tcpcm/newreno without audio = {ratio:.3}"
@@ -98,10 +87,8 @@ fn control_without_audio_tcpcm_is_tcp_friendly() {
 /// logic is not what makes the audio's host take more.
 #[test]
 fn two_tcpcm_transfers_on_one_cm_get_about_one_newrenos_share() {
-    let ratio = mean_of(
-        variant(PathKind::DropTailBdp, Companion::SecondTcpCm),
-        host_over_newreno,
-    );
+    let rs = runs(variant(PathKind::DropTailBdp, Companion::SecondTcpCm));
+    let ratio = mean(&rs, host_over_newreno);
     assert!(
         (0.8..=1.2).contains(&ratio),
         "two tcpcm / newreno = {ratio:.3}"
@@ -112,10 +99,8 @@ fn two_tcpcm_transfers_on_one_cm_get_about_one_newrenos_share() {
 /// a queue that rarely fills): audio + TCP/CM within 20% of NewReno.
 #[test]
 fn with_equal_loss_audio_and_tcpcm_together_match_newreno() {
-    let ratio = mean_of(
-        variant(PathKind::EqualLoss, Companion::Audio),
-        host_over_newreno,
-    );
+    let rs = runs(variant(PathKind::EqualLoss, Companion::Audio));
+    let ratio = mean(&rs, host_over_newreno);
     assert!(
         (0.8..=1.2).contains(&ratio),
         "(audio+tcpcm)/newreno = {ratio:.3}"
@@ -126,9 +111,9 @@ fn with_equal_loss_audio_and_tcpcm_together_match_newreno() {
 /// audio far less often than NewReno's bursts.
 #[test]
 fn droptail_drops_the_smooth_audio_less_often_than_newreno() {
-    let v = Variant::PAPER;
-    let audio = mean_of(v, |r| r.loss.companion);
-    let newreno = mean_of(v, |r| r.loss.newreno);
+    let rs = runs(Variant::PAPER);
+    let audio = mean(&rs, |r| r.loss.companion);
+    let newreno = mean(&rs, |r| r.loss.newreno);
     assert!(
         audio * 2.0 < newreno,
         "loss: audio {audio:.3}, newreno {newreno:.3}"
