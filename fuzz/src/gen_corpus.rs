@@ -104,6 +104,8 @@ fn main() {
             dst: v4.ip(),
         },
         ToDaemon::Ping { seq: 10 },
+        ToDaemon::Attach { seq: 11 },
+        ToDaemon::SocketDoorbell { on: true },
     ];
     let client = [
         ToClient::Welcome {
@@ -165,6 +167,10 @@ fn main() {
         },
         ToClient::StatEnd { seq: 8 },
         ToClient::Pong { seq: 10 },
+        ToClient::Attached {
+            seq: 11,
+            ring_bytes: 135_168,
+        },
     ];
 
     let mut files: Vec<(String, Vec<u8>)> = vec![("empty".into(), frame::<ToDaemon>(&[]))];

@@ -29,6 +29,14 @@
 //! (the generalisation of `cm_bulk_request`/`_notify`/`_update`/`_query`,
 //! cm-implementation-linux §5).
 //!
+//! ## Shared-memory rings
+//!
+//! Once connected, a client sends [`ToDaemon::Attach`] and from then on
+//! the same frames travel through two rings in a memory region both sides
+//! map, with an `eventfd` doorbell rung only for a side that sleeps; the
+//! socket keeps the peer's identity, the handshake and the hang-up. See
+//! [`shm`] for the layout, the wake-up protocol and the trust rules.
+//!
 //! ## Version
 //!
 //! [`VERSION`] is in every frame header; the first message a client sends
@@ -79,6 +87,7 @@
 mod codec;
 mod frame;
 mod msg;
+pub mod shm;
 pub mod stat;
 
 pub use codec::DecodeError;

@@ -138,6 +138,21 @@ pub enum ToDaemon {
         /// Reply tag.
         seq: u32,
     },
+    /// Move this connection's frames to shared-memory rings (see
+    /// [`crate::shm`]); answered on the socket by [`ToClient::Attached`]
+    /// with the region and doorbells attached, or an error (then the
+    /// socket stays the transport).
+    Attach {
+        /// Reply tag.
+        seq: u32,
+    },
+    /// With rings attached: also (`on`) or no longer announce frames for
+    /// this client by sending an empty frame on the socket, for clients
+    /// that wait on the socket itself (SIGIO: an `eventfd` cannot raise it).
+    SocketDoorbell {
+        /// On or off.
+        on: bool,
+    },
 }
 
 impl ToDaemon {
@@ -157,13 +172,15 @@ impl ToDaemon {
             | ToDaemon::SetMacroflow { .. }
             | ToDaemon::Stat { .. }
             | ToDaemon::QueryHost { .. }
-            | ToDaemon::Ping { .. } => true,
+            | ToDaemon::Ping { .. }
+            | ToDaemon::Attach { .. } => true,
             ToDaemon::Close { .. }
             | ToDaemon::Notify { .. }
             | ToDaemon::Update { .. }
             | ToDaemon::RateUpdates { .. }
             | ToDaemon::Thresh { .. }
-            | ToDaemon::SetWeight { .. } => false,
+            | ToDaemon::SetWeight { .. }
+            | ToDaemon::SocketDoorbell { .. } => false,
         }
     }
 }
@@ -404,6 +421,15 @@ pub enum ToClient {
         /// Echoed tag.
         seq: u32,
     },
+    /// Answer to `Attach`, sent on the socket with the region, the daemon's
+    /// doorbell and the client's doorbell attached (`SCM_RIGHTS`, in that
+    /// order). Every later frame travels through the rings.
+    Attached {
+        /// Echoed tag.
+        seq: u32,
+        /// Bytes of each ring's data area.
+        ring_bytes: u32,
+    },
 }
 
 fn loss_to_u8(l: LossMode) -> u8 {
@@ -559,6 +585,14 @@ impl Message for ToDaemon {
                 w.u32(seq);
                 0x10
             }
+            ToDaemon::Attach { seq } => {
+                w.u32(seq);
+                0x11
+            }
+            ToDaemon::SocketDoorbell { on } => {
+                w.bool(on);
+                0x12
+            }
         }
     }
 
@@ -643,6 +677,8 @@ impl Message for ToDaemon {
                 dst: r.ip()?,
             },
             0x10 => ToDaemon::Ping { seq: r.u32()? },
+            0x11 => ToDaemon::Attach { seq: r.u32()? },
+            0x12 => ToDaemon::SocketDoorbell { on: r.bool()? },
             t => return Err(DecodeError::UnknownTag(t)),
         };
         match r.remaining() {
@@ -742,6 +778,11 @@ impl Message for ToClient {
                 w.u32(*seq);
                 0x8e
             }
+            ToClient::Attached { seq, ring_bytes } => {
+                w.u32(*seq);
+                w.u32(*ring_bytes);
+                0x8f
+            }
         }
     }
 
@@ -816,6 +857,10 @@ impl Message for ToClient {
             },
             0x8d => ToClient::StatEnd { seq: r.u32()? },
             0x8e => ToClient::Pong { seq: r.u32()? },
+            0x8f => ToClient::Attached {
+                seq: r.u32()?,
+                ring_bytes: r.u32()?,
+            },
             t => return Err(DecodeError::UnknownTag(t)),
         };
         match r.remaining() {
