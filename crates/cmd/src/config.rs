@@ -9,6 +9,7 @@
 //! max_flows_per_client = 4096
 //! max_messages_per_sec = 2000000   # per client
 //! spin_us = 50                     # poll this long after a busy turn before blocking (0: never)
+//! shared_memory = true             # offer clients shared-memory rings (cm_ipc::shm)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -49,6 +50,9 @@ pub struct DaemonConfig {
     /// after a turn that did work, before it blocks; 0 never spins. An idle
     /// daemon always blocks. See `spin.rs`.
     pub spin_us: u64,
+    /// Offer clients the shared-memory rings (`cm_ipc::shm`); off, every
+    /// client keeps its frames on the control socket.
+    pub shared_memory: bool,
 }
 
 impl Default for DaemonConfig {
@@ -63,6 +67,7 @@ impl Default for DaemonConfig {
             max_messages_per_sec: 2_000_000,
             max_clients: 1024,
             spin_us: DEFAULT_SPIN_US,
+            shared_memory: true,
         }
     }
 }

@@ -29,7 +29,8 @@ fn seq_of(m: &ToDaemon) -> u32 {
         | ToDaemon::SetMacroflow { seq, .. }
         | ToDaemon::Stat { seq }
         | ToDaemon::QueryHost { seq, .. }
-        | ToDaemon::Ping { seq } => seq,
+        | ToDaemon::Ping { seq }
+        | ToDaemon::Attach { seq } => seq,
         _ => 0,
     }
 }
@@ -130,6 +131,8 @@ impl Daemon {
                 | ToDaemon::Stat { .. }
                 | ToDaemon::QueryHost { .. }
                 | ToDaemon::Ping { .. }
+                | ToDaemon::Attach { .. }
+                | ToDaemon::SocketDoorbell { .. }
         );
         if needs_flow && self.owner.get(&flow_raw) != Some(&token) {
             // Another user's flow looks exactly like no flow at all.
@@ -248,6 +251,11 @@ impl Daemon {
                 Ok(None)
             }
             ToDaemon::Ping { seq } => Ok(Some(ToClient::Pong { seq })),
+            ToDaemon::Attach { seq } => {
+                self.attach(token, seq);
+                Ok(None)
+            }
+            ToDaemon::SocketDoorbell { on } => self.socket_doorbell(token, on).map(|()| None),
             _ => Err(ErrorCode::InvalidArgument),
         };
         match reply {

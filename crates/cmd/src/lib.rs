@@ -9,6 +9,11 @@
 //! with an error while everyone else is served (cm-implementation-linux
 //! §5, RFC 3124 §6).
 //!
+//! Once a client attaches, its frames travel through shared-memory rings
+//! instead of the socket (`cm_ipc::shm`, `link.rs`): the loop reads them
+//! by looking at ring memory after every wait, and a client rings the
+//! daemon's `eventfd` doorbell only when the daemon has said it sleeps.
+//!
 //! The loop spins, then blocks: after a turn that did work it keeps polling
 //! (yielding the CPU between polls) for `spin_us` (default 50) before it
 //! sleeps in `epoll_wait`, so a busy client's next frame needs no ~50 µs
@@ -25,6 +30,7 @@
 
 pub mod config;
 mod handle;
+mod link;
 pub mod log;
 mod server;
 mod session;

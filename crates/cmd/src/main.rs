@@ -39,6 +39,9 @@ struct Args {
     /// blocks (0: never; an idle daemon always blocks).
     #[arg(long)]
     spin_us: Option<u64>,
+    /// Keep every client on the control socket (no shared-memory rings).
+    #[arg(long)]
+    no_shared_memory: bool,
     /// Log only warnings and errors.
     #[arg(long, short)]
     quiet: bool,
@@ -71,6 +74,9 @@ fn main() -> anyhow::Result<()> {
     }
     if let Some(v) = a.spin_us {
         cfg.spin_us = v;
+    }
+    if a.no_shared_memory {
+        cfg.shared_memory = false;
     }
     let path = a
         .socket

@@ -38,6 +38,8 @@ const LISTENER: u64 = 0;
 const TIMER: u64 = 1;
 const SIGNALS: u64 = 2;
 const FIRST_CLIENT: u64 = 16;
+/// Set in the epoll token of a session's shared-ring doorbell.
+pub(crate) const RING_BIT: u64 = 1 << 63;
 /// Core deadlines this close (µs) are polled for instead of armed.
 const DUE_SOON_US: u64 = 20;
 /// Frames read from one client per loop turn (fairness between clients).
@@ -49,7 +51,7 @@ pub struct Daemon {
     pub(crate) cfg: DaemonConfig,
     epoch: std::time::Instant,
     listener: OwnedFd,
-    epoll: OwnedFd,
+    pub(crate) epoll: OwnedFd,
     timer: OwnedFd,
     armed: Option<Instant>,
     /// The core's next deadline is within [`DUE_SOON_US`]: poll, don't block.
@@ -64,6 +66,10 @@ pub struct Daemon {
     pub(crate) mf_owner: HashMap<u64, u32>,
     next_token: u64,
     rbuf: Vec<u8>,
+    /// A frame copied out of a shared ring.
+    pub(crate) ring_buf: Vec<u8>,
+    /// Scratch: sessions whose rings have frames.
+    pub(crate) ring_tokens: Vec<u64>,
     stop: Arc<AtomicBool>,
     path: PathBuf,
 }
@@ -135,6 +141,8 @@ impl Daemon {
             mf_owner: HashMap::new(),
             next_token: FIRST_CLIENT,
             rbuf: vec![0; cm_ipc::MAX_FRAME],
+            ring_buf: Vec::with_capacity(cm_ipc::MAX_FRAME),
+            ring_tokens: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
             path: path.to_path_buf(),
         })
@@ -187,11 +195,11 @@ impl Daemon {
         let mut spin = Spin::new(std::time::Duration::from_micros(self.cfg.spin_us));
         while !self.stop.load(Ordering::SeqCst) {
             events.clear();
-            let timeout = if self.due_soon || spin.spinning() {
-                &no_wait
-            } else {
-                &max_wait
-            };
+            // Block only when not spinning, no core deadline is near and no
+            // shared ring holds a frame (checked after asking its client to
+            // ring, see link.rs).
+            let block = !self.due_soon && !spin.spinning() && self.arm_rings();
+            let timeout = if block { &max_wait } else { &no_wait };
             match epoll::wait(
                 &self.epoll,
                 rustix::buffer::spare_capacity(&mut events),
@@ -200,7 +208,10 @@ impl Daemon {
                 Ok(_) | Err(Errno::INTR) => {}
                 Err(e) => return Err(e.into()),
             }
-            spin.observe(!events.is_empty());
+            if block {
+                self.disarm_rings();
+            }
+            let mut work = !events.is_empty();
             for ev in &events {
                 let token = ev.data.u64();
                 let flags = ev.flags;
@@ -219,6 +230,7 @@ impl Daemon {
                         log!(info, "msg=\"signal received, shutting down\"");
                         self.stop.store(true, Ordering::SeqCst);
                     }
+                    t if t & RING_BIT != 0 => self.doorbell(t & !RING_BIT),
                     t => {
                         if flags.contains(epoll::EventFlags::IN) {
                             self.read_client(t);
@@ -227,11 +239,15 @@ impl Daemon {
                             && self.sessions.contains_key(&t)
                         {
                             // Read what is left first (done above), then drop.
+                            self.read_ring(t);
                             self.drop_session(t, "hangup");
                         }
                     }
                 }
             }
+            // Shared rings are read by looking, doorbell or not.
+            work |= self.read_rings();
+            spin.observe(work);
             self.turn();
         }
         self.shutdown();
@@ -258,7 +274,8 @@ impl Daemon {
                         continue;
                     }
                 };
-                if want_out != s.want_out {
+                // A shared ring that is full waits for the client's doorbell.
+                if want_out != s.want_out && s.link.is_none() {
                     let mut flags = epoll::EventFlags::IN;
                     if want_out {
                         flags |= epoll::EventFlags::OUT;
@@ -452,6 +469,11 @@ impl Daemon {
             return;
         };
         let _ = epoll::delete(&self.epoll, &s.fd);
+        if let Some(l) = &s.link {
+            // The client holds the same eventfd: it would stay in our epoll
+            // set after we close ours unless removed here.
+            let _ = epoll::delete(&self.epoll, &l.bell_in);
+        }
         let mut reclaimed = 0;
         if let Some(c) = s.client {
             let now = self.now();
@@ -488,7 +510,7 @@ impl Daemon {
     }
 
     /// Decode and apply one frame from a client.
-    fn handle_frame(&mut self, token: u64, bytes: &[u8]) {
+    pub(crate) fn handle_frame(&mut self, token: u64, bytes: &[u8]) {
         let mut msgs: Vec<ToDaemon> = Vec::new();
         let decoded = cm_ipc::decode_frame_into(bytes, &mut msgs);
         let now = self.now();

@@ -1,10 +1,12 @@
 //! One connected client: its socket, identity (SO_PEERCRED), outgoing
-//! frames and message-rate limit.
+//! frames and message-rate limit, and once attached its shared-memory
+//! link (cm_ipc::shm), which then carries every frame both ways.
 
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 
 use cm_core::ClientId;
+use cm_ipc::shm::{Doorbell, Region};
 use cm_ipc::{Frame, ToClient};
 use rustix::io::Errno;
 use rustix::net::{SendFlags, send};
@@ -47,6 +49,32 @@ impl Limiter {
     }
 }
 
+/// A client's shared-memory link: the rings, our doorbell (in the epoll
+/// set) and the client's.
+pub(crate) struct Link {
+    pub(crate) region: Region,
+    pub(crate) bell_in: Doorbell,
+    pub(crate) bell_out: Doorbell,
+    /// Ring the client by an empty frame on its socket too (SIGIO clients).
+    pub(crate) socket_bell: bool,
+}
+
+impl Link {
+    /// Ring the client's doorbell(s).
+    pub(crate) fn ring_client(&self, fd: &OwnedFd) {
+        let _ = self.bell_out.ring();
+        self.region.note_rung();
+        if self.socket_bell {
+            // Best effort: a full socket is readable already.
+            let _ = send(
+                fd,
+                &Frame::new().finish(),
+                SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+            );
+        }
+    }
+}
+
 /// A connected client.
 pub(crate) struct Session {
     pub(crate) fd: OwnedFd,
@@ -63,6 +91,8 @@ pub(crate) struct Session {
     pub(crate) limited: u64,
     /// Whether epoll watches this socket for writability.
     pub(crate) want_out: bool,
+    /// The shared-memory link, once attached.
+    pub(crate) link: Option<Link>,
 }
 
 /// What flushing a session found.
@@ -89,6 +119,7 @@ impl Session {
             limiter: Limiter::new(rate, now_us),
             limited: 0,
             want_out: false,
+            link: None,
         }
     }
 
@@ -107,6 +138,9 @@ impl Session {
 
     /// Send queued frames without blocking.
     pub(crate) fn flush(&mut self) -> FlushResult {
+        if self.link.is_some() {
+            return self.flush_ring();
+        }
         if !self.out.is_empty() {
             let f = self.out.finish();
             self.backlog.push_back(f);
@@ -128,5 +162,53 @@ impl Session {
             }
         }
         FlushResult::Done
+    }
+
+    /// Publish queued frames to the client's ring and ring its doorbell if
+    /// it sleeps. A full ring is `Blocked`: the client rings our doorbell
+    /// when it has made room (`need_space`).
+    fn flush_ring(&mut self) -> FlushResult {
+        let Some(l) = &mut self.link else {
+            return FlushResult::Dead;
+        };
+        let mut pushed = false;
+        // The common case, nothing backlogged: publish straight from the
+        // frame being built, no copy and no allocation.
+        if self.backlog.is_empty() && !self.out.is_empty() {
+            match l.region.push(self.out.bytes()) {
+                Ok(true) => {
+                    self.out.clear();
+                    pushed = true;
+                }
+                Ok(false) => {}
+                Err(_) => return FlushResult::Dead,
+            }
+        }
+        if !self.out.is_empty() {
+            self.backlog.push_back(self.out.finish());
+        }
+        let mut result = FlushResult::Done;
+        while let Some(f) = self.backlog.front() {
+            match l.region.push(f) {
+                Ok(true) => {
+                    self.backlog.pop_front();
+                    pushed = true;
+                }
+                Ok(false) => match l.region.want_space(f.len()) {
+                    Ok(true) => continue,
+                    Ok(false) if self.backlog.len() > MAX_BACKLOG => return FlushResult::Dead,
+                    Ok(false) => {
+                        result = FlushResult::Blocked;
+                        break;
+                    }
+                    Err(_) => return FlushResult::Dead,
+                },
+                Err(_) => return FlushResult::Dead,
+            }
+        }
+        if pushed && l.region.take_peer_wake() {
+            l.ring_client(&self.fd);
+        }
+        result
     }
 }

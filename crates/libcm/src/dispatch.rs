@@ -162,6 +162,10 @@ impl Cm {
                 if d.flush().is_err() || d.spin_for_answer().is_err() {
                     return Some(std::time::Duration::ZERO);
                 }
+                // With rings: look (memory only) and arm the doorbell.
+                if d.link.is_some() && d.drain_socket().is_err() {
+                    return Some(std::time::Duration::ZERO);
+                }
                 d.has_inbox().then_some(std::time::Duration::ZERO)
             }
         }
@@ -192,7 +196,9 @@ impl Cm {
         match &mut self.backend {
             Backend::Daemon(d) => {
                 d.flush()?;
-                Ok(d.fd())
+                // Arms the doorbell the descriptor watches.
+                d.drain_socket()?;
+                d.fd()
             }
             Backend::Embedded(e) => e.fd(),
         }
@@ -203,6 +209,19 @@ impl Cm {
     /// control socket status changes"). The application installs the
     /// handler and calls [`Cm::dispatch`] after it runs.
     pub fn enable_sigio(&mut self) -> Result<(), CmError> {
+        if let Backend::Daemon(d) = &mut self.backend {
+            if d.link.is_some() {
+                // An eventfd cannot raise SIGIO: the daemon also nudges the
+                // socket, which can.
+                sigio::enable(d.socket().as_raw_fd())?;
+                d.push(&cm_ipc::ToDaemon::SocketDoorbell { on: true })?;
+                d.flush()?;
+                if let Some(l) = &mut d.link {
+                    l.socket_bell = true;
+                }
+                return Ok(());
+            }
+        }
         let fd = self.pollable_fd()?.as_raw_fd();
         sigio::enable(fd)
     }

@@ -80,6 +80,7 @@ pub use cm_ipc::ErrorCode;
 pub use error::CmError;
 pub use stat::{FlowStat, MacroflowStat, Stat};
 
+pub use backend::daemon::Transport;
 use backend::daemon::DaemonConn;
 use backend::embedded::Embedded;
 
@@ -132,8 +133,10 @@ pub struct IpcCounters {
     pub frames_in: u64,
     /// Calls sent (messages in the frames out).
     pub calls_out: u64,
-    /// Reads of the socket that found nothing.
+    /// Reads of the socket (or the ring) that found nothing.
     pub empty_reads: u64,
+    /// Doorbells rung to wake the daemon (shared-memory rings only).
+    pub doorbells_out: u64,
 }
 
 /// Which CM a [`Cm`] talks to.
@@ -203,11 +206,26 @@ impl Cm {
         ))))
     }
 
-    /// The daemon listening at `path`.
+    /// The daemon listening at `path`, over shared-memory rings when the
+    /// daemon offers them (cm_ipc::shm), else over its control socket.
     pub fn connect(path: impl AsRef<Path>) -> Result<Cm, CmError> {
+        Cm::connect_with(path, Transport::SharedMemory)
+    }
+
+    /// The daemon listening at `path`, with the frames carried as asked.
+    pub fn connect_with(path: impl AsRef<Path>, transport: Transport) -> Result<Cm, CmError> {
         Ok(Cm::with_backend(Backend::Daemon(Box::new(
-            DaemonConn::connect(path.as_ref())?,
+            DaemonConn::connect(path.as_ref(), transport)?,
         ))))
+    }
+
+    /// Daemon mode: how frames travel (shared memory unless the daemon
+    /// refused it or [`Transport::Socket`] was asked for). Embedded: `None`.
+    pub fn transport(&self) -> Option<Transport> {
+        match &self.backend {
+            Backend::Embedded(_) => None,
+            Backend::Daemon(d) => Some(d.transport()),
+        }
     }
 
     fn with_backend(backend: Backend) -> Cm {
@@ -236,7 +254,11 @@ impl Cm {
     pub fn ipc_counters(&self) -> Option<IpcCounters> {
         match &self.backend {
             Backend::Embedded(_) => None,
-            Backend::Daemon(d) => Some(d.counters),
+            Backend::Daemon(d) => {
+                let mut c = d.counters;
+                c.doorbells_out = d.link.as_ref().map_or(0, |l| l.rang);
+                Some(c)
+            }
         }
     }
 

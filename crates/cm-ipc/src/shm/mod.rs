@@ -33,6 +33,7 @@
 //! ring header: tail u64 @0 (producer) | head u64 @64 (consumer)
 //!              | need_wake u32 @128 (set by a consumer going to sleep)
 //!              | need_space u32 @192 (set by a producer finding it full)
+//!              | rung u64 @224 (doorbells the producer rang, counted after)
 //! record:      len u32 | 0 u32 | frame[len] | pad to 8 bytes
 //!              (len = u32::MAX: skip to the start of the data: wrap)
 //! ```

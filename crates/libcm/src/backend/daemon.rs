@@ -1,5 +1,6 @@
-//! Daemon mode: the CM runs in `cmd`; calls travel over its Unix
-//! `SOCK_SEQPACKET` control socket in batched frames (cm-ipc).
+//! Daemon mode: the CM runs in `cmd`; calls travel in batched frames
+//! (cm-ipc), through the shared-memory rings once attached (the default,
+//! `link.rs`), else over the Unix `SOCK_SEQPACKET` control socket.
 //!
 //! Fire-and-forget calls (request, notify, update, close, thresh) are
 //! appended to an outgoing frame; [`crate::Cm`] flushes it after each call
@@ -31,8 +32,23 @@ use rustix::net::{
     send, socket_with,
 };
 
+use super::link::ClientLink;
 use crate::CmEvent;
 use crate::error::CmError;
+
+/// How often an idle ring-mode client looks at the control socket for the
+/// daemon's hang-up when it does not block on it.
+const HANGUP_CHECK: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// How a daemon connection carries its frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// Shared-memory rings (cm_ipc::shm), falling back to the socket if
+    /// the daemon does not offer them.
+    SharedMemory,
+    /// The control socket only.
+    Socket,
+}
 
 /// Default longest client spin before sleeping when an answer is expected.
 /// The daemon's answer to a batch typically takes 50-200 µs on the target
@@ -71,11 +87,16 @@ pub(crate) struct DaemonConn {
     asked_at: Option<std::time::Instant>,
     /// Frames sent and received, messages sent (for benchmarks and `stat`).
     pub(crate) counters: crate::IpcCounters,
+    /// The shared-memory link, once attached.
+    pub(crate) link: Option<ClientLink>,
+    /// When the socket was last looked at for a hang-up (ring mode).
+    sock_checked: std::time::Instant,
 }
 
 impl DaemonConn {
-    /// Connect and introduce ourselves.
-    pub(crate) fn connect(path: &Path) -> Result<Self, CmError> {
+    /// Connect and introduce ourselves (and attach the shared rings, if
+    /// asked and offered).
+    pub(crate) fn connect(path: &Path, transport: Transport) -> Result<Self, CmError> {
         let fd = socket_with(
             AddressFamily::UNIX,
             SocketType::SEQPACKET,
@@ -101,31 +122,91 @@ impl DaemonConn {
             spin_now: DEFAULT_SPIN,
             asked_at: None,
             counters: crate::IpcCounters::default(),
+            link: None,
+            sock_checked: std::time::Instant::now(),
         };
         c.push(&ToDaemon::Hello {
             version: cm_ipc::VERSION,
         })?;
+        let attach = (transport == Transport::SharedMemory).then(|| c.seq());
+        if let Some(seq) = attach {
+            c.push(&ToDaemon::Attach { seq })?;
+        }
         c.flush()?;
-        loop {
-            if let Some(i) = c.inbox.iter().position(|m| {
-                matches!(m, ToClient::Welcome { .. } | ToClient::Error { seq: 0, .. })
-            }) {
-                return match c.inbox.remove(i) {
-                    Some(ToClient::Welcome { client, uid, .. }) => {
-                        c.client = client;
-                        c.uid = uid;
-                        Ok(c)
-                    }
-                    Some(ToClient::Error { code, .. }) => Err(CmError::Daemon(code)),
-                    _ => Err(CmError::Disconnected),
-                };
+        c.handshake(attach)?;
+        Ok(c)
+    }
+
+    /// Read the answers to Hello (and Attach, with its descriptors).
+    fn handshake(&mut self, attach: Option<u32>) -> Result<(), CmError> {
+        let mut welcomed = false;
+        let mut attached = attach.is_none();
+        let mut fds = Vec::new();
+        while !(welcomed && attached) {
+            let mut p = [PollFd::new(&self.fd, PollFlags::IN)];
+            match poll(&mut p, None) {
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
             }
-            c.block(None)?;
+            match cm_ipc::shm::recv_with_fds(self.fd.as_fd(), &mut self.rbuf)? {
+                None => continue,
+                Some((0, _)) => return Err(CmError::Disconnected),
+                Some((n, got)) => {
+                    if !got.is_empty() {
+                        fds = got;
+                    }
+                    let n = n.min(self.rbuf.len());
+                    self.counters.frames_in += 1;
+                    decode_frame_into(&self.rbuf[..n], &mut self.inbox)?;
+                }
+            }
+            let mut i = 0;
+            while i < self.inbox.len() {
+                match self.inbox[i] {
+                    ToClient::Welcome { client, uid, .. } if !welcomed => {
+                        (self.client, self.uid, welcomed) = (client, uid, true);
+                    }
+                    ToClient::Error { seq: 0, code, .. } if !welcomed => {
+                        return Err(CmError::Daemon(code));
+                    }
+                    ToClient::Attached { seq, .. } if Some(seq) == attach => {
+                        self.link = Some(ClientLink::from_fds(std::mem::take(&mut fds))?);
+                        attached = true;
+                    }
+                    // Refused (or no shared memory here): stay on the socket.
+                    ToClient::Error { seq, .. } if Some(seq) == attach => attached = true,
+                    _ => {
+                        i += 1;
+                        continue;
+                    }
+                }
+                self.inbox.remove(i);
+            }
+        }
+        Ok(())
+    }
+
+    /// How frames travel now.
+    pub(crate) fn transport(&self) -> Transport {
+        if self.link.is_some() {
+            Transport::SharedMemory
+        } else {
+            Transport::Socket
         }
     }
 
-    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+    /// The control socket itself (SIGIO is raised on it).
+    pub(crate) fn socket(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
+    }
+
+    /// The descriptor the application polls: the control socket, or with
+    /// rings our doorbell and the socket in one epoll set.
+    pub(crate) fn fd(&mut self) -> Result<BorrowedFd<'_>, CmError> {
+        match &mut self.link {
+            Some(l) => l.poll_set(self.fd.as_fd()),
+            None => Ok(self.fd.as_fd()),
+        }
     }
 
     fn seq(&mut self) -> u32 {
@@ -161,12 +242,16 @@ impl DaemonConn {
         if self.out.is_empty() {
             return Ok(());
         }
-        loop {
-            match send(&self.fd, self.out.bytes(), SendFlags::NOSIGNAL) {
-                Ok(_) => break,
-                Err(Errno::INTR) => continue,
-                Err(Errno::PIPE | Errno::CONNRESET) => return Err(CmError::Disconnected),
-                Err(e) => return Err(e.into()),
+        if let Some(l) = &mut self.link {
+            l.send(self.out.bytes(), self.fd.as_fd())?;
+        } else {
+            loop {
+                match send(&self.fd, self.out.bytes(), SendFlags::NOSIGNAL) {
+                    Ok(_) => break,
+                    Err(Errno::INTR) => continue,
+                    Err(Errno::PIPE | Errno::CONNRESET) => return Err(CmError::Disconnected),
+                    Err(e) => return Err(e.into()),
+                }
             }
         }
         self.counters.frames_out += 1;
@@ -179,8 +264,40 @@ impl DaemonConn {
         Ok(())
     }
 
-    /// Read every frame waiting on the socket, without blocking.
+    /// Read every frame waiting, without blocking: from the rings (leaving
+    /// ours armed) or the socket.
     pub(crate) fn drain_socket(&mut self) -> Result<(), CmError> {
+        if self.link.is_some() {
+            return self.drain_ring();
+        }
+        self.drain_socket_only()
+    }
+
+    fn drain_ring(&mut self) -> Result<(), CmError> {
+        let Some(l) = &mut self.link else {
+            return Ok(());
+        };
+        let inbox = &mut self.inbox;
+        let n = l.drain(|f| Ok(decode_frame_into(f, inbox)?))?;
+        let socket_bell = l.socket_bell;
+        if n > 0 {
+            self.counters.frames_in += n;
+            self.awaiting = false;
+            self.adapt_spin();
+        } else {
+            self.counters.empty_reads += 1;
+        }
+        // The socket carries nothing but nudges (SIGIO mode) and the
+        // daemon's hang-up: look at it when nudges may wait, and otherwise
+        // now and then (a blocking wait watches it anyway).
+        if socket_bell || (n == 0 && self.sock_checked.elapsed() > HANGUP_CHECK) {
+            self.sock_checked = std::time::Instant::now();
+            self.drain_socket_only()?;
+        }
+        Ok(())
+    }
+
+    fn drain_socket_only(&mut self) -> Result<(), CmError> {
         loop {
             match recv(&self.fd, &mut self.rbuf, RecvFlags::DONTWAIT) {
                 Ok((0, _)) => return Err(CmError::Disconnected),
@@ -251,16 +368,39 @@ impl DaemonConn {
             tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: i64::from(d.subsec_nanos()),
         });
-        let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
-        match poll(&mut fds, ts.as_ref()) {
-            Ok(_) | Err(Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
+        if self.link.is_some() {
+            // Arms our doorbell; sleep only if nothing came meanwhile.
+            self.drain_ring()?;
+            if !self.inbox.is_empty() {
+                return Ok(());
+            }
         }
-        if fds[0]
-            .revents()
-            .intersects(PollFlags::IN | PollFlags::HUP | PollFlags::ERR)
-        {
-            self.drain_socket()?;
+        let ready = match &self.link {
+            Some(l) => {
+                let mut fds = [
+                    PollFd::new(&self.fd, PollFlags::IN),
+                    PollFd::new(&l.bell_me, PollFlags::IN),
+                ];
+                match poll(&mut fds, ts.as_ref()) {
+                    Ok(_) | Err(Errno::INTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                fds[0].revents()
+            }
+            None => {
+                let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
+                match poll(&mut fds, ts.as_ref()) {
+                    Ok(_) | Err(Errno::INTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                fds[0].revents()
+            }
+        };
+        if ready.intersects(PollFlags::IN | PollFlags::HUP | PollFlags::ERR) {
+            self.drain_socket_only()?;
+        }
+        if self.link.is_some() {
+            self.drain_ring()?;
         }
         Ok(())
     }

@@ -5,6 +5,7 @@
 
 pub(crate) mod daemon;
 pub(crate) mod embedded;
+mod link;
 
 use cm_core::{Bytes, Event, FlowId};
 

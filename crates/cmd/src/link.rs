@@ -1,0 +1,189 @@
+//! The daemon's end of the shared-memory links (cm_ipc::shm): attaching a
+//! client, reading the frames in its ring, and arming every ring's doorbell
+//! before the loop sleeps.
+//!
+//! A busy client's frames are read by polling ring memory after every
+//! wait, spinning or not, so a client whose daemon is awake never rings.
+//! Only when the loop is about to block does it ask each client to ring
+//! (`need_wake`), and it checks every ring once more after asking, so a
+//! frame published meanwhile is read rather than slept on.
+
+use std::os::fd::AsFd;
+
+use cm_ipc::shm::{self, Doorbell, Region};
+use cm_ipc::{ErrorCode, Frame, ToClient};
+use rustix::event::epoll;
+
+use crate::log;
+use crate::server::{Daemon, RING_BIT};
+use crate::session::{FlushResult, Link};
+
+/// Frames read from one client's ring per loop turn (fairness).
+const RING_FRAMES_PER_TURN: usize = 64;
+
+impl Daemon {
+    /// `Attach`: create the client's region and doorbells and hand them over
+    /// on its socket. Output queued so far goes out on the socket first;
+    /// every later frame goes through the rings.
+    pub(crate) fn attach(&mut self, token: u64, seq: u32) {
+        if !self.cfg.shared_memory {
+            self.error(token, seq, 0, ErrorCode::InvalidArgument);
+            return;
+        }
+        if self.sessions.get(&token).is_some_and(|s| s.link.is_some()) {
+            self.error(token, seq, 0, ErrorCode::InvalidArgument);
+            return;
+        }
+        let made = (|| -> std::io::Result<Link> {
+            Ok(Link {
+                region: Region::create(shm::DEFAULT_RING_BYTES)?,
+                bell_in: Doorbell::new()?,
+                bell_out: Doorbell::new()?,
+                socket_bell: false,
+            })
+        })();
+        let link = match made {
+            Ok(l) => l,
+            Err(e) => {
+                log!(warn, "msg=\"cannot create a shared ring\" error=\"{e}\"");
+                self.error(token, seq, 0, ErrorCode::LimitReached);
+                return;
+            }
+        };
+        let Some(s) = self.sessions.get_mut(&token) else {
+            return;
+        };
+        // Replies queued before this one (Welcome) keep their order.
+        if s.flush() != FlushResult::Done {
+            self.drop_session(token, "not reading its socket");
+            return;
+        }
+        let mut f = Frame::new();
+        f.push(&ToClient::Attached {
+            seq,
+            ring_bytes: link.region.ring_bytes(),
+        });
+        let fds = [
+            link.region.fd(),
+            link.bell_in.as_fd(),
+            link.bell_out.as_fd(),
+        ];
+        if let Err(e) = shm::send_with_fds(s.fd.as_fd(), &f.finish(), &fds) {
+            self.drop_session(token, &format!("cannot pass the shared ring: {e}"));
+            return;
+        }
+        if epoll::add(
+            &self.epoll,
+            &link.bell_in,
+            epoll::EventData::new_u64(token | RING_BIT),
+            epoll::EventFlags::IN,
+        )
+        .is_err()
+        {
+            self.drop_session(token, "epoll refused the doorbell");
+            return;
+        }
+        s.link = Some(link);
+    }
+
+    /// Read up to a turn's worth of frames from a client's ring. Returns
+    /// whether any came. A ring the client broke ends its session.
+    pub(crate) fn read_ring(&mut self, token: u64) -> bool {
+        let mut got = false;
+        for _ in 0..RING_FRAMES_PER_TURN {
+            let Some(l) = self.sessions.get_mut(&token).and_then(|s| s.link.as_mut()) else {
+                return got;
+            };
+            let mut buf = std::mem::take(&mut self.ring_buf);
+            let r = l.region.pop(&mut buf);
+            match r {
+                Ok(true) => {
+                    got = true;
+                    self.handle_frame(token, &buf);
+                    self.ring_buf = buf;
+                }
+                Ok(false) => {
+                    self.ring_buf = buf;
+                    break;
+                }
+                Err(e) => {
+                    self.ring_buf = buf;
+                    self.drop_session(token, &format!("{e}"));
+                    return got;
+                }
+            }
+        }
+        // The client may be waiting for room to publish more.
+        if let Some(s) = self.sessions.get(&token) {
+            if let Some(l) = &s.link {
+                if got && l.region.take_peer_space() {
+                    l.ring_client(&s.fd);
+                }
+            }
+        }
+        got
+    }
+
+    /// Read every ring with frames waiting (memory reads only, no system
+    /// call). Returns whether any had some.
+    pub(crate) fn read_rings(&mut self) -> bool {
+        let mut tokens = std::mem::take(&mut self.ring_tokens);
+        tokens.clear();
+        tokens.extend(
+            self.sessions
+                .iter()
+                .filter(|(_, s)| s.link.as_ref().is_some_and(|l| l.region.pending()))
+                .map(|(&t, _)| t),
+        );
+        let mut got = false;
+        for &t in &tokens {
+            got |= self.read_ring(t);
+        }
+        self.ring_tokens = tokens;
+        got
+    }
+
+    /// About to block: ask every client to ring for its next frame. Returns
+    /// whether blocking is safe (no ring has a frame); if not, the requests
+    /// are withdrawn.
+    pub(crate) fn arm_rings(&mut self) -> bool {
+        let mut idle = true;
+        for s in self.sessions.values() {
+            if let Some(l) = &s.link {
+                idle &= l.region.arm();
+            }
+        }
+        if !idle {
+            self.disarm_rings();
+        }
+        idle
+    }
+
+    /// Awake again: clients need not ring.
+    pub(crate) fn disarm_rings(&mut self) {
+        for s in self.sessions.values() {
+            if let Some(l) = &s.link {
+                l.region.disarm();
+            }
+        }
+    }
+
+    /// A client rang: silence its doorbell (the frames are read by
+    /// [`Daemon::read_rings`]).
+    pub(crate) fn doorbell(&mut self, token: u64) {
+        if let Some(l) = self.sessions.get(&token).and_then(|s| s.link.as_ref()) {
+            l.bell_in.clear();
+        }
+    }
+
+    /// `SocketDoorbell`: announce frames on the socket too (or stop).
+    pub(crate) fn socket_doorbell(&mut self, token: u64, on: bool) -> Result<(), ErrorCode> {
+        match self.sessions.get_mut(&token).and_then(|s| s.link.as_mut()) {
+            Some(l) => {
+                l.socket_bell = on;
+                Ok(())
+            }
+            None => Err(ErrorCode::InvalidArgument),
+        }
+    }
+}

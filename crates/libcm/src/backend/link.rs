@@ -1,0 +1,156 @@
+//! The client's end of a shared-memory link to the daemon (cm_ipc::shm):
+//! frames out through one ring, frames in through the other, the daemon
+//! rung only when it sleeps, and our doorbell left armed whenever we hand
+//! control back to the application, so the descriptor it polls becomes
+//! readable for the next frame.
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use cm_ipc::shm::{Doorbell, Region, RingError, Side};
+use rustix::event::{PollFd, PollFlags, Timespec, epoll, poll};
+
+use crate::error::CmError;
+
+/// How long a full outgoing ring may stay full before the daemon is
+/// declared stuck.
+const FULL_RING_PATIENCE: Duration = Duration::from_secs(10);
+
+/// An attached link.
+pub(crate) struct ClientLink {
+    pub(crate) region: Region,
+    bell_daemon: Doorbell,
+    pub(crate) bell_me: Doorbell,
+    /// The daemon's ring count we last silenced our doorbell for.
+    silenced: u64,
+    /// Our doorbell and the control socket in one descriptor, for the
+    /// application's poll set (made on first use).
+    poll_set: Option<OwnedFd>,
+    /// SIGIO mode: the daemon also nudges the socket.
+    pub(crate) socket_bell: bool,
+    /// A frame copied out of the ring.
+    buf: Vec<u8>,
+    /// Doorbells we rang (for benchmarks).
+    pub(crate) rang: u64,
+}
+
+fn ring_err(e: RingError) -> CmError {
+    CmError::Io(std::io::Error::other(e))
+}
+
+impl ClientLink {
+    /// The link from the descriptors that came with `Attached`: region,
+    /// daemon doorbell, our doorbell.
+    pub(crate) fn from_fds(fds: Vec<OwnedFd>) -> Result<ClientLink, CmError> {
+        let mut it = fds.into_iter();
+        let (Some(region), Some(daemon), Some(me)) = (it.next(), it.next(), it.next()) else {
+            return Err(CmError::Invalid("Attached without its three descriptors"));
+        };
+        let region = Region::open(region, Side::Client).map_err(ring_err)?;
+        let mut l = ClientLink {
+            region,
+            bell_daemon: Doorbell::from_fd(daemon),
+            bell_me: Doorbell::from_fd(me),
+            silenced: 0,
+            poll_set: None,
+            socket_bell: false,
+            buf: Vec::with_capacity(cm_ipc::MAX_FRAME),
+            rang: 0,
+        };
+        l.silenced = l.region.peer_rung();
+        Ok(l)
+    }
+
+    /// Publish one frame, ringing the daemon only if it sleeps. A full ring
+    /// (the daemon is behind) waits for room, watching the socket for the
+    /// daemon's death.
+    pub(crate) fn send(&mut self, frame: &[u8], sock: BorrowedFd<'_>) -> Result<(), CmError> {
+        let mut since: Option<Instant> = None;
+        loop {
+            if self.region.push(frame).map_err(ring_err)? {
+                if self.region.take_peer_wake() {
+                    self.bell_daemon.ring()?;
+                    self.rang += 1;
+                }
+                return Ok(());
+            }
+            // Full: make sure the daemon is consuming, then give it time.
+            self.bell_daemon.ring()?;
+            let t0 = *since.get_or_insert_with(Instant::now);
+            if t0.elapsed() > FULL_RING_PATIENCE {
+                return Err(CmError::Disconnected);
+            }
+            wait_socket(sock, Duration::from_micros(200))?;
+        }
+    }
+
+    /// Take every frame the daemon published, passing each to `frame`, and
+    /// leave the ring armed (empty, doorbell requested). Returns how many.
+    pub(crate) fn drain(
+        &mut self,
+        mut frame: impl FnMut(&[u8]) -> Result<(), CmError>,
+    ) -> Result<u64, CmError> {
+        let rung = self.region.peer_rung();
+        if rung != self.silenced {
+            self.bell_me.clear();
+            self.silenced = rung;
+        }
+        let mut n = 0;
+        loop {
+            while self.region.pop(&mut self.buf).map_err(ring_err)? {
+                n += 1;
+                frame(&self.buf)?;
+            }
+            if self.region.arm() {
+                break;
+            }
+        }
+        if n > 0 && self.region.take_peer_space() {
+            self.bell_daemon.ring()?;
+            self.rang += 1;
+        }
+        Ok(n)
+    }
+
+    /// One descriptor readable when the daemon rang or hung up: an epoll set
+    /// of our doorbell and the control socket.
+    pub(crate) fn poll_set(&mut self, sock: BorrowedFd<'_>) -> Result<BorrowedFd<'_>, CmError> {
+        if self.poll_set.is_none() {
+            let ep = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+            epoll::add(
+                &ep,
+                &self.bell_me,
+                epoll::EventData::new_u64(0),
+                epoll::EventFlags::IN,
+            )?;
+            epoll::add(
+                &ep,
+                sock,
+                epoll::EventData::new_u64(1),
+                epoll::EventFlags::IN,
+            )?;
+            self.poll_set = Some(ep);
+        }
+        match &self.poll_set {
+            Some(fd) => Ok(fd.as_fd()),
+            None => Err(CmError::Invalid("no poll set")),
+        }
+    }
+}
+
+/// Wait up to `d` for the socket to become readable (or hang up).
+fn wait_socket(sock: BorrowedFd<'_>, d: Duration) -> Result<(), CmError> {
+    let ts = Timespec {
+        tv_sec: 0,
+        tv_nsec: i64::from(d.subsec_nanos()),
+    };
+    let mut p = [PollFd::new(&sock, PollFlags::IN)];
+    match poll(&mut p, Some(&ts)) {
+        Ok(_) | Err(rustix::io::Errno::INTR) => {}
+        Err(e) => return Err(e.into()),
+    }
+    if p[0].revents().intersects(PollFlags::HUP | PollFlags::ERR) {
+        return Err(CmError::Disconnected);
+    }
+    Ok(())
+}
