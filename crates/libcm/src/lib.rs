@@ -80,8 +80,8 @@ pub use cm_ipc::ErrorCode;
 pub use error::CmError;
 pub use stat::{FlowStat, MacroflowStat, Stat};
 
-pub use backend::daemon::Transport;
 use backend::daemon::DaemonConn;
+pub use backend::daemon::Transport;
 use backend::embedded::Embedded;
 
 /// Something the application is told (the papers' callbacks).

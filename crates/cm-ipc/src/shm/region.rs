@@ -54,10 +54,8 @@ impl Region {
     pub fn create(ring_bytes: u32) -> std::io::Result<Region> {
         let ring = ring_bytes.clamp(MIN_RING_BYTES, MAX_RING_BYTES).div_ceil(8) * 8;
         let len = DATA + 2 * ring as usize;
-        let fd = rustix::fs::memfd_create(
-            "cm-ring",
-            MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
-        )?;
+        let fd =
+            rustix::fs::memfd_create("cm-ring", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
         rustix::fs::ftruncate(&fd, len as u64)?;
         rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)?;
         let map = map_shared(&fd, len)?;
@@ -110,11 +108,7 @@ impl Region {
             // multiple of 8. The views live inside `Region`, which unmaps
             // only on drop.
             unsafe {
-                let d = RingView::new(
-                    map.add(TO_DAEMON_HDR),
-                    map.add(DATA),
-                    u64::from(ring),
-                );
+                let d = RingView::new(map.add(TO_DAEMON_HDR), map.add(DATA), u64::from(ring));
                 let c = RingView::new(
                     map.add(TO_CLIENT_HDR),
                     map.add(DATA + ring as usize),
