@@ -27,7 +27,9 @@
 //! most 500 µs (`Cm::set_spin`). The loop itself (and raw UDP's) waits the same way as before:
 //! `poll` on the ack socket and, in daemon mode, the control socket.
 //!
-//! each in embedded and daemon mode (the daemon is the real `cmd` loop on
+//! each in embedded and daemon mode, the daemon reached over its control
+//! socket (`/dmn`) and over the shared-memory rings (`/shm`, cm_ipc::shm;
+//! opt-in in libcm for now) (the daemon is the real `cmd` loop on
 //! its own thread; every run's receiver listens on an address of its own
 //! in 127/8, so every daemon run starts from a fresh macroflow), plus
 //! kernel TCP (`TCP_NODELAY`, the same window of
@@ -492,6 +494,10 @@ fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
     e
 }
 
+/// A CM variant: the API used, and embedded (`None`) or the daemon over a
+/// transport.
+type Variant = (Api, Option<libcm::Transport>);
+
 /// Kernel TCP with the same acknowledged window (reference).
 fn run_tcp(n: u64, size: usize) -> StdDuration {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -600,14 +606,34 @@ fn main() {
     let daemon = cmd::TempDaemon::with_config(dcfg).expect("daemon starts");
     watchdog(StdDuration::from_secs(10));
     pin_if_asked(0);
-    let mut variants: Vec<(&str, Option<(Api, bool)>)> = vec![
+    // Daemon variants over the control socket (/dmn) and over the
+    // shared-memory rings (/shm, cm_ipc::shm).
+    let mut variants: Vec<(&str, Option<Variant>)> = vec![
         ("raw-udp", None),
-        ("buffered/emb", Some((Api::Buffered, false))),
-        ("alf/emb", Some((Api::Alf, false))),
-        ("alf-bulk/emb", Some((Api::AlfBulk, false))),
-        ("buffered/dmn", Some((Api::Buffered, true))),
-        ("alf/dmn", Some((Api::Alf, true))),
-        ("alf-bulk/dmn", Some((Api::AlfBulk, true))),
+        ("buffered/emb", Some((Api::Buffered, None))),
+        ("alf/emb", Some((Api::Alf, None))),
+        ("alf-bulk/emb", Some((Api::AlfBulk, None))),
+        (
+            "buffered/dmn",
+            Some((Api::Buffered, Some(libcm::Transport::Socket))),
+        ),
+        ("alf/dmn", Some((Api::Alf, Some(libcm::Transport::Socket)))),
+        (
+            "alf-bulk/dmn",
+            Some((Api::AlfBulk, Some(libcm::Transport::Socket))),
+        ),
+        (
+            "buffered/shm",
+            Some((Api::Buffered, Some(libcm::Transport::SharedMemory))),
+        ),
+        (
+            "alf/shm",
+            Some((Api::Alf, Some(libcm::Transport::SharedMemory))),
+        ),
+        (
+            "alf-bulk/shm",
+            Some((Api::AlfBulk, Some(libcm::Transport::SharedMemory))),
+        ),
     ];
     // For profiling one variant: `CM_BENCH_ONLY=alf-bulk/dmn` (comma-separated
     // names, `kernel-tcp` included) keeps raw UDP, the baseline, and the
@@ -644,9 +670,9 @@ fn main() {
                 diag(1, u64::MAX - 1); // a new run counts as progress
                 let t = match v {
                     None => run_raw(n, size),
-                    Some((api, dmn)) => {
-                        let cm = if *dmn {
-                            let mut cm = Cm::connect(daemon.socket()).unwrap();
+                    Some((api, transport)) => {
+                        let cm = if let Some(t) = transport {
+                            let mut cm = Cm::connect_with(daemon.socket(), *t).unwrap();
                             if let Some(us) = std::env::var("CM_BENCH_CLIENT_SPIN_US")
                                 .ok()
                                 .and_then(|v| v.parse().ok())
@@ -723,7 +749,7 @@ fn main() {
                 .map(|&(_, r)| r)
                 .fold(0.0f64, f64::max)
         };
-        let (emb, dmn) = (best("/emb"), best("/dmn"));
+        let (emb, dmn) = (best("/emb"), best("/dmn").max(best("/shm")));
         // The verdict needs every variant (not a CM_BENCH_ONLY run).
         if std::env::var_os("CM_BENCH_ONLY").is_none() {
             println!(

@@ -196,8 +196,9 @@ impl Cm {
         match &mut self.backend {
             Backend::Daemon(d) => {
                 d.flush()?;
-                // Arms the doorbell the descriptor watches.
-                d.drain_socket()?;
+                // Arms the doorbell the descriptor watches (or rings it if
+                // frames already wait).
+                d.prepare_poll()?;
                 d.fd()
             }
             Backend::Embedded(e) => e.fd(),

@@ -32,6 +32,8 @@ pub(crate) struct ClientLink {
     buf: Vec<u8>,
     /// Doorbells we rang (for benchmarks).
     pub(crate) rang: u64,
+    /// We rang our own doorbell (see [`ClientLink::prepare_poll`]).
+    self_rung: bool,
 }
 
 fn ring_err(e: RingError) -> CmError {
@@ -56,6 +58,7 @@ impl ClientLink {
             socket_bell: false,
             buf: Vec::with_capacity(cm_ipc::MAX_FRAME),
             rang: 0,
+            self_rung: false,
         };
         l.silenced = l.region.peer_rung();
         Ok(l)
@@ -91,9 +94,10 @@ impl ClientLink {
         mut frame: impl FnMut(&[u8]) -> Result<(), CmError>,
     ) -> Result<u64, CmError> {
         let rung = self.region.peer_rung();
-        if rung != self.silenced {
+        if rung != self.silenced || self.self_rung {
             self.bell_me.clear();
             self.silenced = rung;
+            self.self_rung = false;
         }
         let mut n = 0;
         loop {
@@ -110,6 +114,18 @@ impl ClientLink {
             self.rang += 1;
         }
         Ok(n)
+    }
+
+    /// The application is about to sleep on the poll set: make sure it is
+    /// readable if anything waits (frames in the ring, or `unread` already
+    /// read but not yet dispatched), and armed for the daemon's next frame
+    /// otherwise. Reads nothing: what waits stays for the next dispatch.
+    pub(crate) fn prepare_poll(&mut self, unread: bool) -> Result<(), CmError> {
+        if (!self.region.arm() || unread) && !self.self_rung {
+            self.bell_me.ring()?;
+            self.self_rung = true;
+        }
+        Ok(())
     }
 
     /// One descriptor readable when the daemon rang or hung up: an epoll set

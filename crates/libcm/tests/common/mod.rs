@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use libcm::{Cm, Config};
+use libcm::{Cm, Config, Transport};
 
 /// A daemon on a thread (`cmd::TempDaemon`) with a client shortcut.
 pub struct TestDaemon {
@@ -27,29 +27,52 @@ impl TestDaemon {
         }
     }
 
+    /// A client over the shared-memory rings.
     pub fn client(&self) -> Cm {
-        Cm::connect(&self.path).expect("connect to daemon")
+        let cm = Cm::connect_with(&self.path, Transport::SharedMemory).expect("connect to daemon");
+        assert_eq!(cm.transport(), Some(Transport::SharedMemory));
+        cm
+    }
+
+    /// A client that keeps its frames on the control socket.
+    pub fn socket_client(&self) -> Cm {
+        let cm = Cm::connect_with(&self.path, Transport::Socket).expect("connect to daemon");
+        assert_eq!(cm.transport(), Some(Transport::Socket));
+        cm
     }
 }
 
-/// Either mode, holding what keeps it alive.
+/// Either mode (daemon mode over either transport), holding what keeps it
+/// alive.
 pub struct Harness {
     pub daemon: Option<TestDaemon>,
+    pub transport: Transport,
 }
 
 impl Harness {
     pub fn embedded() -> Harness {
-        Harness { daemon: None }
+        Harness {
+            daemon: None,
+            transport: Transport::SharedMemory,
+        }
     }
     pub fn daemon() -> Harness {
         Harness {
             daemon: Some(TestDaemon::start()),
+            transport: Transport::SharedMemory,
+        }
+    }
+    pub fn daemon_socket() -> Harness {
+        Harness {
+            daemon: Some(TestDaemon::start()),
+            transport: Transport::Socket,
         }
     }
     pub fn cm(&self) -> Cm {
-        match &self.daemon {
-            Some(d) => d.client(),
-            None => Cm::embedded(Config::default()).expect("embedded"),
+        match (&self.daemon, self.transport) {
+            (Some(d), Transport::Socket) => d.socket_client(),
+            (Some(d), _) => d.client(),
+            (None, _) => Cm::embedded(Config::default()).expect("embedded"),
         }
     }
 }
@@ -67,7 +90,8 @@ pub fn next_event(cm: &mut Cm) -> libcm::CmEvent {
     }
 }
 
-/// Run the same test body in both modes.
+/// Run the same test body in both modes (daemon mode over shared memory
+/// and over the socket).
 #[macro_export]
 macro_rules! both_modes {
     ($name:ident, $body:expr) => {
@@ -81,6 +105,11 @@ macro_rules! both_modes {
             #[test]
             fn daemon() {
                 let h = common::Harness::daemon();
+                ($body)(&h);
+            }
+            #[test]
+            fn daemon_socket() {
+                let h = common::Harness::daemon_socket();
                 ($body)(&h);
             }
         }
