@@ -58,6 +58,22 @@ fn every_function_daemon() {
     check(&r, "daemon");
 }
 
+/// The same, with libcm keeping its frames on the control socket instead
+/// of the shared-memory rings (`CM_TRANSPORT=socket`).
+#[test]
+fn every_function_daemon_over_the_socket() {
+    let d = TempDir::new("api-daemon-socket");
+    let bin = build(&d);
+    let daemon = Daemon::start();
+    let r = run(
+        &bin,
+        &["daemon"],
+        &[("CM_SOCKET", daemon.socket()), ("CM_TRANSPORT", "socket")],
+        Duration::from_secs(60),
+    );
+    check(&r, "daemon");
+}
+
 #[test]
 fn every_function_cmd_binary() {
     let daemon = DaemonProcess::start();

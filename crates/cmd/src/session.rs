@@ -63,7 +63,6 @@ impl Link {
     /// Ring the client's doorbell(s).
     pub(crate) fn ring_client(&self, fd: &OwnedFd) {
         let _ = self.bell_out.ring();
-        self.region.note_rung();
         if self.socket_bell {
             // Best effort: a full socket is readable already.
             let _ = send(

@@ -28,8 +28,8 @@
 //! `poll` on the ack socket and, in daemon mode, the control socket.
 //!
 //! each in embedded and daemon mode, the daemon reached over its control
-//! socket (`/dmn`) and over the shared-memory rings (`/shm`, cm_ipc::shm;
-//! opt-in in libcm for now) (the daemon is the real `cmd` loop on
+//! socket (`/dmn`) and over the shared-memory rings (`/shm`, cm_ipc::shm,
+//! libcm's default) (the daemon is the real `cmd` loop on
 //! its own thread; every run's receiver listens on an address of its own
 //! in 127/8, so every daemon run starts from a fresh macroflow), plus
 //! kernel TCP (`TCP_NODELAY`, the same window of

@@ -162,8 +162,9 @@ impl Cm {
                 if d.flush().is_err() || d.spin_for_answer().is_err() {
                     return Some(std::time::Duration::ZERO);
                 }
-                // With rings: look (memory only) and arm the doorbell.
-                if d.link.is_some() && d.drain_socket().is_err() {
+                // With rings: look (memory only), then silence and arm the
+                // doorbell the application will sleep on.
+                if d.link.is_some() && (d.drain_socket().is_err() || d.prepare_poll().is_err()) {
                     return Some(std::time::Duration::ZERO);
                 }
                 d.has_inbox().then_some(std::time::Duration::ZERO)

@@ -206,13 +206,14 @@ impl Cm {
         ))))
     }
 
-    /// The daemon listening at `path`, over its control socket, or over
-    /// shared-memory rings (cm_ipc::shm) with `CM_TRANSPORT=shm` in the
-    /// environment (opt-in for now, see [`Transport::SharedMemory`]).
+    /// The daemon listening at `path`, over shared-memory rings when the
+    /// daemon offers them (cm_ipc::shm), else over its control socket.
+    /// `CM_TRANSPORT=socket` in the environment keeps the frames on the
+    /// socket (for comparison and debugging).
     pub fn connect(path: impl AsRef<Path>) -> Result<Cm, CmError> {
         let t = match std::env::var("CM_TRANSPORT").as_deref() {
-            Ok("shm") => Transport::SharedMemory,
-            _ => Transport::Socket,
+            Ok("socket") => Transport::Socket,
+            _ => Transport::SharedMemory,
         };
         Cm::connect_with(path, t)
     }
@@ -224,8 +225,8 @@ impl Cm {
         ))))
     }
 
-    /// Daemon mode: how frames travel (the socket unless shared memory was
-    /// asked for and the daemon offered it). Embedded: `None`.
+    /// Daemon mode: how frames travel (shared memory unless the daemon
+    /// refused it or [`Transport::Socket`] was asked for). Embedded: `None`.
     pub fn transport(&self) -> Option<Transport> {
         match &self.backend {
             Backend::Embedded(_) => None,

@@ -33,7 +33,6 @@
 //! ring header: tail u64 @0 (producer) | head u64 @64 (consumer)
 //!              | need_wake u32 @128 (set by a consumer going to sleep)
 //!              | need_space u32 @192 (set by a producer finding it full)
-//!              | rung u64 @224 (doorbells the producer rang, counted after)
 //! record:      len u32 | 0 u32 | frame[len] | pad to 8 bytes
 //!              (len = u32::MAX: skip to the start of the data: wrap)
 //! ```
@@ -50,7 +49,10 @@
 //! are sequentially consistent, so one side always sees the other
 //! (Dekker's mutual exclusion): no wake-up is lost, and a busy consumer
 //! costs its producers no system call at all (the virtio "event
-//! suppression" and io_uring `SQ_NEED_WAKEUP` idea). `need_space` works
+//! suppression" and io_uring `SQ_NEED_WAKEUP` idea). A sleeper silences
+//! its doorbell before it arms, and rings it itself if it finds a frame
+//! after arming, so its descriptor is readable exactly when something may
+//! wait (a ring still on its way costs one spurious wake-up). `need_space` works
 //! the same way in the other direction, for a producer that found the ring
 //! full.
 //!

@@ -161,18 +161,6 @@ impl Region {
         self.tx.take_wake(&self.tx_view)
     }
 
-    /// After ringing the peer's doorbell for [`Region::take_peer_wake`]:
-    /// count it (see [`Region::peer_rung`]).
-    pub fn note_rung(&self) {
-        self.tx.note_rung(&self.tx_view)
-    }
-
-    /// How many times the peer has rung our doorbell for frames: silence
-    /// the doorbell when this changes, and only then.
-    pub fn peer_rung(&self) -> u64 {
-        self.rx.peer_rung(&self.rx_view)
-    }
-
     /// The outgoing ring was full: ask the peer to ring our doorbell when it
     /// frees space. Returns whether `len` bytes fit after all (retry now).
     pub fn want_space(&self, len: usize) -> Result<bool, RingError> {

@@ -83,9 +83,6 @@ impl RingView {
     fn need_space(&self) -> &AtomicU32 {
         self.u32_at(192)
     }
-    fn rung(&self) -> &AtomicU64 {
-        self.u64_at(224)
-    }
 
     /// The data word at byte index `idx` (8-aligned, `idx < cap`: every
     /// caller derives `idx` from `pos % cap` or checks `idx + len <= cap`).
@@ -173,12 +170,6 @@ impl Producer {
     /// request is now taken: ring its doorbell exactly once).
     pub(crate) fn take_wake(&self, r: &RingView) -> bool {
         r.need_wake().load(SeqCst) != 0 && r.need_wake().swap(0, SeqCst) != 0
-    }
-
-    /// After ringing the consumer's doorbell: count it, so the consumer
-    /// knows when its doorbell may be readable (see `Consumer::peer_rung`).
-    pub(crate) fn note_rung(&self, r: &RingView) {
-        r.rung().fetch_add(1, SeqCst);
     }
 
     /// The ring was full: ask the consumer to ring us when it frees space.
@@ -274,13 +265,6 @@ impl Consumer {
     /// producer took it, i.e. rang or is about to ring).
     pub(crate) fn armed(&self, r: &RingView) -> bool {
         r.need_wake().load(SeqCst) != 0
-    }
-
-    /// How many times the producer has rung our doorbell (counted after
-    /// each ring): a consumer that silences its doorbell only when this
-    /// changed never reads it in vain and never leaves it readable.
-    pub(crate) fn peer_rung(&self, r: &RingView) -> u64 {
-        r.rung().load(SeqCst)
     }
 
     /// After consuming: whether the producer waits for space (the request

@@ -43,13 +43,10 @@ const HANGUP_CHECK: std::time::Duration = std::time::Duration::from_millis(1);
 /// How a daemon connection carries its frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transport {
-    /// Shared-memory rings (cm_ipc::shm), falling back to the socket if
-    /// the daemon does not offer them. Opt-in for now: the C library's
-    /// test (`crates/cm-ffi/tests/c/api_test.c`) loses grants over it
-    /// intermittently (more often the longer the daemon spins), a race not
-    /// yet found; the Rust API tests pass over both transports.
+    /// Shared-memory rings (cm_ipc::shm; the default), falling back to
+    /// the socket if the daemon does not offer them.
     SharedMemory,
-    /// The control socket only (the default).
+    /// The control socket only.
     Socket,
 }
 
@@ -384,11 +381,13 @@ impl DaemonConn {
             tv_nsec: i64::from(d.subsec_nanos()),
         });
         if self.link.is_some() {
-            // Arms our doorbell; sleep only if nothing came meanwhile.
+            // Sleep only if nothing came meanwhile; then silence and arm
+            // the doorbell we sleep on.
             self.drain_ring()?;
             if !self.inbox.is_empty() {
                 return Ok(());
             }
+            self.prepare_poll()?;
         }
         let ready = match &self.link {
             Some(l) => {

@@ -21,8 +21,6 @@ pub(crate) struct ClientLink {
     pub(crate) region: Region,
     bell_daemon: Doorbell,
     pub(crate) bell_me: Doorbell,
-    /// The daemon's ring count we last silenced our doorbell for.
-    silenced: u64,
     /// Our doorbell and the control socket in one descriptor, for the
     /// application's poll set (made on first use).
     poll_set: Option<OwnedFd>,
@@ -32,8 +30,6 @@ pub(crate) struct ClientLink {
     buf: Vec<u8>,
     /// Doorbells we rang (for benchmarks).
     pub(crate) rang: u64,
-    /// We rang our own doorbell (see [`ClientLink::prepare_poll`]).
-    self_rung: bool,
 }
 
 fn ring_err(e: RingError) -> CmError {
@@ -49,18 +45,15 @@ impl ClientLink {
             return Err(CmError::Invalid("Attached without its three descriptors"));
         };
         let region = Region::open(region, Side::Client).map_err(ring_err)?;
-        let mut l = ClientLink {
+        let l = ClientLink {
             region,
             bell_daemon: Doorbell::from_fd(daemon),
             bell_me: Doorbell::from_fd(me),
-            silenced: 0,
             poll_set: None,
             socket_bell: false,
             buf: Vec::with_capacity(cm_ipc::MAX_FRAME),
             rang: 0,
-            self_rung: false,
         };
-        l.silenced = l.region.peer_rung();
         Ok(l)
     }
 
@@ -89,16 +82,12 @@ impl ClientLink {
 
     /// Take every frame the daemon published, passing each to `frame`, and
     /// leave the ring armed (empty, doorbell requested). Returns how many.
+    /// The doorbell is not silenced here (that is a system call): only
+    /// before a sleep, by [`ClientLink::prepare_poll`].
     pub(crate) fn drain(
         &mut self,
         mut frame: impl FnMut(&[u8]) -> Result<(), CmError>,
     ) -> Result<u64, CmError> {
-        let rung = self.region.peer_rung();
-        if rung != self.silenced || self.self_rung {
-            self.bell_me.clear();
-            self.silenced = rung;
-            self.self_rung = false;
-        }
         let mut n = 0;
         loop {
             while self.region.pop(&mut self.buf).map_err(ring_err)? {
@@ -116,14 +105,17 @@ impl ClientLink {
         Ok(n)
     }
 
-    /// The application is about to sleep on the poll set: make sure it is
-    /// readable if anything waits (frames in the ring, or `unread` already
-    /// read but not yet dispatched), and armed for the daemon's next frame
-    /// otherwise. Reads nothing: what waits stays for the next dispatch.
+    /// About to sleep on our doorbell (or the poll set holding it): silence
+    /// it, then ask the daemon to ring for its next frame, and ring it
+    /// ourselves if a frame already waits in the ring or `unread` (read but
+    /// not yet dispatched). Every sleep is preceded by this, so the
+    /// descriptor is readable exactly when something may wait: a ring that
+    /// was on its way when we silenced costs one spurious wake-up, and no
+    /// frame is ever slept on. Reads no frame.
     pub(crate) fn prepare_poll(&mut self, unread: bool) -> Result<(), CmError> {
-        if (!self.region.arm() || unread) && !self.self_rung {
+        self.bell_me.clear();
+        if !self.region.arm() || unread {
             self.bell_me.ring()?;
-            self.self_rung = true;
         }
         Ok(())
     }
