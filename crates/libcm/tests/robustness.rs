@@ -378,3 +378,100 @@ fn stale_socket_is_replaced_but_a_live_one_is_not() {
     let d2 = cmd::Daemon::bind(cmd::DaemonConfig::default(), &stale);
     assert!(d2.is_ok(), "a stale socket file is replaced");
 }
+
+/// A client that breaks the layout of its shared-memory ring (cm_ipc::shm)
+/// is disconnected; the daemon never faults on its memory, and the other
+/// clients are served throughout.
+#[test]
+fn a_client_that_corrupts_its_shared_ring_is_dropped_and_others_go_on() {
+    use cm_ipc::shm::{Doorbell, Region, Side, recv_with_fds};
+    use cm_ipc::{Frame, ToClient, ToDaemon};
+    use std::os::fd::AsFd;
+    let d = TestDaemon::start();
+    let mut good = d.client();
+    let f = good.open(None, dst()).unwrap();
+    // A hand-made client: Hello and Attach, then the region and doorbells.
+    let fd = raw::connect_raw(&d.path);
+    let mut fr = Frame::new();
+    fr.push(&ToDaemon::Hello {
+        version: cm_ipc::VERSION,
+    });
+    fr.push(&ToDaemon::Attach { seq: 1 });
+    rustix::net::send(&fd, &fr.finish(), rustix::net::SendFlags::empty()).unwrap();
+    let mut fds = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    let deadline = Instant::now() + StdDuration::from_secs(5);
+    while fds.is_empty() {
+        assert!(Instant::now() < deadline, "no Attached");
+        if let Some((n, got)) = recv_with_fds(fd.as_fd(), &mut buf).unwrap() {
+            let msgs: Vec<ToClient> = cm_ipc::decode_frame(&buf[..n]).unwrap();
+            if msgs
+                .iter()
+                .any(|m| matches!(m, ToClient::Attached { seq: 1, .. }))
+            {
+                fds = got;
+            }
+        } else {
+            std::thread::sleep(StdDuration::from_millis(1));
+        }
+    }
+    assert_eq!(fds.len(), cm_ipc::shm::ATTACH_FDS);
+    let mut it = fds.into_iter();
+    let region_fd = it.next().unwrap();
+    let daemon_bell = Doorbell::from_fd(it.next().unwrap());
+    let mut region = Region::open(region_fd.try_clone().unwrap(), Side::Client).unwrap();
+    // Through the ring, the daemon answers.
+    let mut ping = Frame::new();
+    ping.push(&ToDaemon::Ping { seq: 2 });
+    assert!(region.push(&ping.finish()).unwrap());
+    daemon_bell.ring().unwrap();
+    let mut out = Vec::new();
+    let deadline = Instant::now() + StdDuration::from_secs(5);
+    while !region.pop(&mut out).unwrap() {
+        assert!(Instant::now() < deadline, "no Pong through the ring");
+        std::thread::sleep(StdDuration::from_millis(1));
+    }
+    let msgs: Vec<ToClient> = cm_ipc::decode_frame(&out).unwrap();
+    assert_eq!(msgs, vec![ToClient::Pong { seq: 2 }]);
+    // Now claim a record far larger than what was published.
+    corrupt_tail(&region_fd);
+    daemon_bell.ring().unwrap();
+    // The daemon hangs up on us...
+    let mut b = [0u8; 64];
+    let deadline = Instant::now() + StdDuration::from_secs(5);
+    loop {
+        match rustix::net::recv(&fd, &mut b, rustix::net::RecvFlags::DONTWAIT) {
+            Ok((0, _)) | Err(rustix::io::Errno::CONNRESET) => break,
+            _ => {
+                assert!(Instant::now() < deadline, "corrupt client still connected");
+                std::thread::sleep(StdDuration::from_millis(2));
+            }
+        }
+    }
+    // ...and serves the good client as before.
+    good.request(f).unwrap();
+    assert!(matches!(next_event(&mut good), CmEvent::Send { .. }));
+}
+
+/// Write a "to daemon" producer position beyond the ring's size.
+#[allow(unsafe_code)]
+fn corrupt_tail(fd: &std::os::fd::OwnedFd) {
+    let len = 4096;
+    // SAFETY: a fresh shared mapping of the region's first page (the ring
+    // headers), one aligned volatile store at offset 0 (the "to daemon"
+    // tail), unmapped before returning.
+    unsafe {
+        let p = rustix::mm::mmap(
+            std::ptr::null_mut(),
+            len,
+            rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+            rustix::mm::MapFlags::SHARED,
+            fd,
+            0,
+        )
+        .unwrap()
+        .cast::<u64>();
+        std::ptr::write_volatile(p, u64::MAX / 2);
+        rustix::mm::munmap(p.cast(), len).unwrap();
+    }
+}
