@@ -109,6 +109,14 @@
  *     cm_mtu, cm_query, cm_getmacroflow, cm_setmacroflow, cm_bulk_query)
  *     may read grants off the socket: cm_fd() still shows them, SIGIO does
  *     not, so a SIGIO-driven program calls cm_dispatch() after such calls.
+ * 12. Transport: in daemon mode, calls, grants and replies travel through
+ *     two shared-memory rings mapped by the daemon and the process (a
+ *     sealed memfd, eventfd doorbells rung only for a side that sleeps),
+ *     not through the control socket, which keeps the peer's identity and
+ *     the hang-up; cm_fd() is then an epoll set of the doorbell and the
+ *     socket, and cm_enable_sigio() asks the daemon to nudge the socket.
+ *     CM_TRANSPORT=socket in the environment keeps every frame on the
+ *     socket, as the papers' libcm did.
  *
  * Build: cc prog.c $(pkg-config --cflags --libs cm)
  */

@@ -20,7 +20,14 @@ pub const DEFAULT_QUEUE_BYTES: usize = 256 * 1024;
 pub(crate) struct SendQueue {
     sock: UdpSocket,
     dst: SocketAddr,
+    /// The socket is connected to `dst`: `send`, not `send_to` (the kernel
+    /// then reuses the connected route instead of looking one up per
+    /// datagram).
+    connected: bool,
     queue: VecDeque<Vec<u8>>,
+    /// Buffers of sent datagrams, reused for the next ones (no allocation
+    /// per datagram in steady state).
+    spare: Vec<Vec<u8>>,
     queued_bytes: usize,
     limit: usize,
     /// Requests outstanding at the CM (one per queued datagram).
@@ -41,13 +48,16 @@ impl Cm {
     /// (`try_clone`) to read acknowledgements from it.
     pub fn open_buffered(&mut self, sock: UdpSocket, dst: SocketAddr) -> Result<FlowId, CmError> {
         let src = sock.local_addr().ok();
+        let connected = sock.peer_addr().ok() == Some(dst);
         let flow = self.open(src, dst)?;
         self.buffered.insert(
             flow,
             SendQueue {
                 sock,
                 dst,
+                connected,
                 queue: VecDeque::new(),
+                spare: Vec::new(),
                 queued_bytes: 0,
                 limit: DEFAULT_QUEUE_BYTES,
                 requested: 0,
@@ -74,7 +84,10 @@ impl Cm {
         if q.queued_bytes + data.len() > q.limit && !q.queue.is_empty() {
             return Err(CmError::QueueFull(flow));
         }
-        q.queue.push_back(data.to_vec());
+        let mut buf = q.spare.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(data);
+        q.queue.push_back(buf);
         q.queued_bytes += data.len();
         q.requested += 1;
         // Sent at once like any call (batch with `set_autoflush(false)`):
@@ -146,7 +159,12 @@ impl Cm {
                 if sent as usize + d.len() > budget {
                     break;
                 }
-                match q.sock.send_to(d, q.dst) {
+                let r = if q.connected {
+                    q.sock.send(d)
+                } else {
+                    q.sock.send_to(d, q.dst)
+                };
+                match r {
                     Ok(_) => {}
                     // The kernel's buffer is full: the datagram stays queued
                     // and is asked for again below.
@@ -162,7 +180,12 @@ impl Cm {
                     q.sent_times.pop_front();
                 }
                 q.sent_times.push_back(std::time::Instant::now());
-                q.queue.pop_front();
+                if let Some(b) = q.queue.pop_front() {
+                    // Keep up to a window of buffers for reuse.
+                    if q.spare.len() < 256 {
+                        q.spare.push(b);
+                    }
+                }
             }
             // Keep one request outstanding per queued datagram.
             let missing = q.queue.len().saturating_sub(q.requested);
