@@ -23,6 +23,10 @@ step "tests (property tests at ${PROPTEST_CASES:=10000} cases each)"
 export PROPTEST_CASES
 cargo test --workspace --release --locked
 
+step "libcm's tokio adapter (feature tokio): awaited grants, embedded and daemon"
+cargo clippy -p libcm --features tokio --all-targets --locked -- -D warnings
+cargo test -p libcm --features tokio --release --locked --test tokio_adapter
+
 step "doc tests and docs build"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 

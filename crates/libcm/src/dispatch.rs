@@ -142,7 +142,9 @@ impl Cm {
     /// [`Cm::dispatch`] again, for loops that wait on their own descriptors
     /// (quinn-style `poll_timeout`): zero when events are ready, the time to
     /// the CM's next timer in embedded mode, and `None` (wait on
-    /// [`Cm::pollable_fd`]) in daemon mode. Costs no system call.
+    /// [`Cm::pollable_fd`]) in daemon mode. In daemon mode it also sends
+    /// batched calls and, with shared rings, arms the doorbell (one
+    /// `eventfd` read), so call it right before sleeping.
     pub fn next_timeout(&mut self) -> Option<std::time::Duration> {
         if !self.events.is_empty() {
             return Some(std::time::Duration::ZERO);
@@ -186,8 +188,11 @@ impl Cm {
 
     /// A descriptor for the application's select/poll/epoll set: readable
     /// when [`Cm::dispatch`] has work (cm-implementation-linux §2.2, the
-    /// control socket). Daemon mode: the control socket; embedded mode: a
-    /// timerfd kept armed for the CM's next event.
+    /// control socket). Daemon mode: an epoll set of the shared rings'
+    /// doorbell and the control socket (the socket alone with
+    /// [`crate::Transport::Socket`]); embedded mode: a timerfd kept armed
+    /// for the CM's next event. Call it again before each sleep: it also
+    /// arms the doorbell.
     pub fn pollable_fd(&mut self) -> Result<BorrowedFd<'_>, CmError> {
         if let Backend::Embedded(e) = &mut self.backend {
             e.fd()?;

@@ -32,6 +32,13 @@
 //!    [`Cm::poll_event`] whenever you like.
 //! 5. **async**: `tokio_adapter::AsyncCm` (feature `tokio`).
 //!
+//! In daemon mode the frames of calls and grants travel through two
+//! shared-memory rings (`cm_ipc::shm`) once connected, with an `eventfd`
+//! doorbell rung only for a side that sleeps; [`Cm::pollable_fd`] is then an
+//! epoll set of that doorbell and the control socket. [`Cm::connect_with`]
+//! and [`Transport::Socket`] (or `CM_TRANSPORT=socket`) keep them on the
+//! socket.
+//!
 //! In daemon mode, [`Cm::next_timeout`] and [`Cm::wait`] first poll the
 //! control socket for up to [`Cm::set_spin`] (adaptive, at most 500 µs by
 //! default) when calls the
