@@ -234,25 +234,11 @@ proptest! {
     }
 }
 
-#[allow(unsafe_code)]
+/// Write `writes` (offset, u64) into the region through the memfd itself,
+/// as a client process could through its own mapping.
 fn scribble(fd: &std::os::fd::OwnedFd, len: usize, writes: &[(usize, u64)]) {
-    // SAFETY: a fresh shared mapping of the memfd, written with volatile
-    // stores inside its bounds, unmapped before returning.
-    unsafe {
-        let p = rustix::mm::mmap(
-            std::ptr::null_mut(),
-            len,
-            rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
-            rustix::mm::MapFlags::SHARED,
-            fd,
-            0,
-        )
-        .unwrap()
-        .cast::<u8>();
-        for &(at, v) in writes {
-            let at = at.min(len - 8) & !7;
-            std::ptr::write_volatile(p.add(at).cast::<u64>(), v);
-        }
-        rustix::mm::munmap(p.cast(), len).unwrap();
+    for &(at, v) in writes {
+        let at = at.min(len - 8) & !7;
+        rustix::io::pwrite(fd, &v.to_le_bytes(), at as u64).unwrap();
     }
 }

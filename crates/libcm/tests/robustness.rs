@@ -453,25 +453,8 @@ fn a_client_that_corrupts_its_shared_ring_is_dropped_and_others_go_on() {
     assert!(matches!(next_event(&mut good), CmEvent::Send { .. }));
 }
 
-/// Write a "to daemon" producer position beyond the ring's size.
-#[allow(unsafe_code)]
+/// Write a "to daemon" producer position beyond the ring's size (offset 0
+/// of the region), through the memfd as the client process could.
 fn corrupt_tail(fd: &std::os::fd::OwnedFd) {
-    let len = 4096;
-    // SAFETY: a fresh shared mapping of the region's first page (the ring
-    // headers), one aligned volatile store at offset 0 (the "to daemon"
-    // tail), unmapped before returning.
-    unsafe {
-        let p = rustix::mm::mmap(
-            std::ptr::null_mut(),
-            len,
-            rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
-            rustix::mm::MapFlags::SHARED,
-            fd,
-            0,
-        )
-        .unwrap()
-        .cast::<u64>();
-        std::ptr::write_volatile(p, u64::MAX / 2);
-        rustix::mm::munmap(p.cast(), len).unwrap();
-    }
+    rustix::io::pwrite(fd, &(u64::MAX / 2).to_le_bytes(), 0).unwrap();
 }
