@@ -46,6 +46,10 @@ pub struct DaemonConfig {
     pub max_messages_per_sec: u64,
     /// Most clients at once.
     pub max_clients: usize,
+    /// Most clients of one uid at once (each attached client costs the
+    /// daemon a shared region of about 268 KiB, so this bounds what one
+    /// local user can make it allocate).
+    pub max_clients_per_user: usize,
     /// Microseconds the loop keeps polling (yielding the CPU between polls)
     /// after a turn that did work, before it blocks; 0 never spins. An idle
     /// daemon always blocks. See `spin.rs`.
@@ -66,6 +70,7 @@ impl Default for DaemonConfig {
             max_flows_per_client: 4096,
             max_messages_per_sec: 2_000_000,
             max_clients: 1024,
+            max_clients_per_user: 256,
             spin_us: DEFAULT_SPIN_US,
             shared_memory: true,
         }
@@ -114,7 +119,10 @@ impl DaemonConfig {
                 "spin_us must be at most {MAX_SPIN_US} (a spin is a short wait, not a loop)"
             );
         }
-        if self.max_flows_per_client == 0 || self.max_messages_per_sec == 0 || self.max_clients == 0
+        if self.max_flows_per_client == 0
+            || self.max_messages_per_sec == 0
+            || self.max_clients == 0
+            || self.max_clients_per_user == 0
         {
             anyhow::bail!("limits must be > 0");
         }

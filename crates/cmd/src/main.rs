@@ -35,6 +35,9 @@ struct Args {
     /// Most messages per second per client.
     #[arg(long)]
     max_messages_per_sec: Option<u64>,
+    /// Most clients of one user (uid) at once.
+    #[arg(long)]
+    max_clients_per_user: Option<usize>,
     /// Microseconds the loop keeps polling after a busy turn before it
     /// blocks (0: never; an idle daemon always blocks).
     #[arg(long)]
@@ -71,6 +74,9 @@ fn main() -> anyhow::Result<()> {
     }
     if let Some(v) = a.max_messages_per_sec {
         cfg.max_messages_per_sec = v;
+    }
+    if let Some(v) = a.max_clients_per_user {
+        cfg.max_clients_per_user = v;
     }
     if let Some(v) = a.spin_us {
         cfg.spin_us = v;

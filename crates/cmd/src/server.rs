@@ -414,6 +414,14 @@ impl Daemon {
                 cred.uid.as_raw(),
                 u32::try_from(cred.pid.as_raw_nonzero().get()).unwrap_or(0),
             );
+            let of_user = self.sessions.values().filter(|s| s.uid == uid).count();
+            if of_user >= self.cfg.max_clients_per_user {
+                log!(
+                    warn,
+                    "msg=\"client refused: too many clients of this user\" uid={uid} pid={pid}"
+                );
+                continue;
+            }
             let token = self.next_token;
             self.next_token += 1;
             if epoll::add(

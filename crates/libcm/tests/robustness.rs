@@ -367,6 +367,33 @@ fn per_client_flow_limit() {
     ));
 }
 
+/// One user cannot hold more than `max_clients_per_user` connections (each
+/// costs the daemon a shared region); a closed one frees its place.
+#[test]
+fn per_user_client_limit() {
+    let d = TestDaemon::with_config(cmd::DaemonConfig {
+        max_clients_per_user: 2,
+        ..Default::default()
+    });
+    let a = d.client();
+    let _b = d.client();
+    assert!(
+        Cm::connect(&d.path).is_err(),
+        "a third client of the same user is refused"
+    );
+    drop(a);
+    let deadline = Instant::now() + StdDuration::from_secs(2);
+    loop {
+        match Cm::connect(&d.path) {
+            Ok(_) => break,
+            Err(e) => {
+                assert!(Instant::now() < deadline, "place not freed: {e}");
+                std::thread::sleep(StdDuration::from_millis(5));
+            }
+        }
+    }
+}
+
 #[test]
 fn stale_socket_is_replaced_but_a_live_one_is_not() {
     let d = TestDaemon::start();
