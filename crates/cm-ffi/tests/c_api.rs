@@ -44,46 +44,37 @@ fn every_function_embedded() {
     check(&r, "embedded");
 }
 
+/// Build api_test.c in a fresh directory and run it against the daemon
+/// listening at `socket`, with `env` added.
+fn against_daemon(tmp: &str, socket: &str, env: &[(&str, &str)]) {
+    let d = TempDir::new(tmp);
+    let bin = build(&d);
+    let mut all = vec![("CM_SOCKET", socket)];
+    all.extend_from_slice(env);
+    let r = run(&bin, &["daemon"], &all, Duration::from_secs(60));
+    check(&r, "daemon");
+}
+
 #[test]
 fn every_function_daemon() {
-    let d = TempDir::new("api-daemon");
-    let bin = build(&d);
     let daemon = Daemon::start();
-    let r = run(
-        &bin,
-        &["daemon"],
-        &[("CM_SOCKET", daemon.socket())],
-        Duration::from_secs(60),
-    );
-    check(&r, "daemon");
+    against_daemon("api-daemon", daemon.socket(), &[]);
 }
 
 /// The same, with libcm keeping its frames on the control socket instead
 /// of the shared-memory rings (`CM_TRANSPORT=socket`).
 #[test]
 fn every_function_daemon_over_the_socket() {
-    let d = TempDir::new("api-daemon-socket");
-    let bin = build(&d);
     let daemon = Daemon::start();
-    let r = run(
-        &bin,
-        &["daemon"],
-        &[("CM_SOCKET", daemon.socket()), ("CM_TRANSPORT", "socket")],
-        Duration::from_secs(60),
+    against_daemon(
+        "api-daemon-socket",
+        daemon.socket(),
+        &[("CM_TRANSPORT", "socket")],
     );
-    check(&r, "daemon");
 }
 
 #[test]
 fn every_function_cmd_binary() {
     let daemon = DaemonProcess::start();
-    let d = TempDir::new("api-cmd");
-    let bin = build(&d);
-    let r = run(
-        &bin,
-        &["daemon"],
-        &[("CM_SOCKET", daemon.socket())],
-        Duration::from_secs(60),
-    );
-    check(&r, "daemon");
+    against_daemon("api-cmd", daemon.socket(), &[]);
 }

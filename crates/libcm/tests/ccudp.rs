@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use libcm::ccudp::wire::{self, Ack, DataHeader, Packet};
 use libcm::ccudp::{CcUdpSocket, SharedCm};
-use libcm::{Cm, Config};
+use libcm::{Cm, Config, Transport};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
 const LOCAL: &str = "127.0.0.1:0";
@@ -34,20 +34,20 @@ fn shared(cm: Cm) -> SharedCm {
 #[derive(Clone)]
 enum CmSpec {
     Embedded,
-    Daemon(PathBuf),
+    Daemon(PathBuf, Transport),
 }
 
 impl CmSpec {
     fn of(h: &common::Harness) -> CmSpec {
         match &h.daemon {
-            Some(d) => CmSpec::Daemon(d.path.clone()),
+            Some(d) => CmSpec::Daemon(d.path.clone(), h.transport),
             None => CmSpec::Embedded,
         }
     }
     fn make(&self) -> SharedCm {
         shared(match self {
             CmSpec::Embedded => Cm::embedded(Config::default()).unwrap(),
-            CmSpec::Daemon(p) => Cm::connect(p).unwrap(),
+            CmSpec::Daemon(p, t) => common::TestDaemon::client_at(p, *t),
         })
     }
 }

@@ -29,21 +29,20 @@ impl TestDaemon {
 
     /// A client over the shared-memory rings.
     pub fn client(&self) -> Cm {
-        let cm = Cm::connect_with(&self.path, Transport::SharedMemory).expect("connect to daemon");
-        assert_eq!(cm.transport(), Some(Transport::SharedMemory));
-        cm
+        TestDaemon::client_at(&self.path, Transport::SharedMemory)
     }
 
-    /// A client that keeps its frames on the control socket.
-    pub fn socket_client(&self) -> Cm {
-        let cm = Cm::connect_with(&self.path, Transport::Socket).expect("connect to daemon");
-        assert_eq!(cm.transport(), Some(Transport::Socket));
+    /// A client of the daemon at `path` whose frames travel as asked (and
+    /// do: the daemon must not have fallen back to the socket).
+    pub fn client_at(path: &std::path::Path, t: Transport) -> Cm {
+        let cm = Cm::connect_with(path, t).expect("connect to daemon");
+        assert_eq!(cm.transport(), Some(t));
         cm
     }
 }
 
 /// Either mode (daemon mode over either transport), holding what keeps it
-/// alive.
+/// alive. `transport` is the daemon's (ignored in embedded mode).
 pub struct Harness {
     pub daemon: Option<TestDaemon>,
     pub transport: Transport,
@@ -69,10 +68,9 @@ impl Harness {
         }
     }
     pub fn cm(&self) -> Cm {
-        match (&self.daemon, self.transport) {
-            (Some(d), Transport::Socket) => d.socket_client(),
-            (Some(d), _) => d.client(),
-            (None, _) => Cm::embedded(Config::default()).expect("embedded"),
+        match &self.daemon {
+            Some(d) => TestDaemon::client_at(&d.path, self.transport),
+            None => Cm::embedded(Config::default()).expect("embedded"),
         }
     }
 }
