@@ -13,8 +13,9 @@ use rustix::net::{
 /// doorbell.
 pub const ATTACH_FDS: usize = 3;
 
-/// Send one frame with descriptors attached (blocking until the socket
-/// takes it).
+/// Send one frame with descriptors attached, without blocking: a socket
+/// that cannot take it now is an error (`WouldBlock`), never a wait, so a
+/// daemon cannot be stalled by a client that does not read.
 pub fn send_with_fds(
     sock: BorrowedFd<'_>,
     frame: &[u8],
@@ -30,17 +31,10 @@ pub fn send_with_fds(
             sock,
             &[std::io::IoSlice::new(frame)],
             &mut anc,
-            SendFlags::NOSIGNAL,
+            SendFlags::NOSIGNAL | SendFlags::DONTWAIT,
         ) {
             Ok(_) => return Ok(()),
             Err(Errno::INTR) => continue,
-            Err(Errno::AGAIN) => {
-                let mut p = [rustix::event::PollFd::new(
-                    &sock,
-                    rustix::event::PollFlags::OUT,
-                )];
-                let _ = rustix::event::poll(&mut p, None);
-            }
             Err(e) => return Err(e.into()),
         }
     }
