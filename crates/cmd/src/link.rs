@@ -8,29 +8,52 @@
 //! (`need_wake`), and it checks every ring once more after asking, so a
 //! frame published meanwhile is read rather than slept on.
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 
 use cm_ipc::shm::{self, Doorbell, Region};
 use cm_ipc::{ErrorCode, Frame, ToClient};
 use rustix::event::epoll;
+use rustix::net::{SendFlags, send};
 
 use crate::log;
 use crate::server::{Daemon, RING_BIT};
-use crate::session::{FlushResult, Link};
+use crate::session::FlushResult;
 
 /// Frames read from one client's ring per loop turn (fairness).
 const RING_FRAMES_PER_TURN: usize = 64;
+
+/// A client's shared-memory link: the rings, our doorbell (in the epoll
+/// set) and the client's.
+pub(crate) struct Link {
+    pub(crate) region: Region,
+    pub(crate) bell_in: Doorbell,
+    pub(crate) bell_out: Doorbell,
+    /// Ring the client by an empty frame on its socket too (SIGIO clients).
+    pub(crate) socket_bell: bool,
+}
+
+impl Link {
+    /// Ring the client's doorbell(s).
+    pub(crate) fn ring_client(&self, fd: &OwnedFd) {
+        let _ = self.bell_out.ring();
+        if self.socket_bell {
+            // Best effort: a full socket is readable already.
+            let _ = send(
+                fd,
+                &Frame::new().finish(),
+                SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+            );
+        }
+    }
+}
 
 impl Daemon {
     /// `Attach`: create the client's region and doorbells and hand them over
     /// on its socket. Output queued so far goes out on the socket first;
     /// every later frame goes through the rings.
     pub(crate) fn attach(&mut self, token: u64, seq: u32) {
-        if !self.cfg.shared_memory {
-            self.error(token, seq, 0, ErrorCode::InvalidArgument);
-            return;
-        }
-        if self.sessions.get(&token).is_some_and(|s| s.link.is_some()) {
+        // Refused when not offered, or attached already.
+        if !self.cfg.shared_memory || self.sessions.get(&token).is_some_and(|s| s.link.is_some()) {
             self.error(token, seq, 0, ErrorCode::InvalidArgument);
             return;
         }

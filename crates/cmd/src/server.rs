@@ -521,7 +521,6 @@ impl Daemon {
     pub(crate) fn handle_frame(&mut self, token: u64, bytes: &[u8]) {
         let mut msgs: Vec<ToDaemon> = Vec::new();
         let decoded = cm_ipc::decode_frame_into(bytes, &mut msgs);
-
         let now = self.now();
         for m in msgs {
             self.handle(now, token, m);

@@ -6,10 +6,11 @@ use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 
 use cm_core::ClientId;
-use cm_ipc::shm::{Doorbell, Region};
 use cm_ipc::{Frame, ToClient};
 use rustix::io::Errno;
 use rustix::net::{SendFlags, send};
+
+use crate::link::Link;
 
 /// Frames a client may leave unread before it is dropped as stuck.
 const MAX_BACKLOG: usize = 1024;
@@ -46,31 +47,6 @@ impl Limiter {
         }
         self.tokens -= 1;
         true
-    }
-}
-
-/// A client's shared-memory link: the rings, our doorbell (in the epoll
-/// set) and the client's.
-pub(crate) struct Link {
-    pub(crate) region: Region,
-    pub(crate) bell_in: Doorbell,
-    pub(crate) bell_out: Doorbell,
-    /// Ring the client by an empty frame on its socket too (SIGIO clients).
-    pub(crate) socket_bell: bool,
-}
-
-impl Link {
-    /// Ring the client's doorbell(s).
-    pub(crate) fn ring_client(&self, fd: &OwnedFd) {
-        let _ = self.bell_out.ring();
-        if self.socket_bell {
-            // Best effort: a full socket is readable already.
-            let _ = send(
-                fd,
-                &Frame::new().finish(),
-                SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
-            );
-        }
     }
 }
 

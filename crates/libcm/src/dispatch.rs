@@ -166,7 +166,7 @@ impl Cm {
                 }
                 // With rings: look (memory only), then silence and arm the
                 // doorbell the application will sleep on.
-                if d.link.is_some() && (d.drain_socket().is_err() || d.prepare_poll().is_err()) {
+                if d.link.is_some() && (d.drain().is_err() || d.prepare_poll().is_err()) {
                     return Some(std::time::Duration::ZERO);
                 }
                 d.has_inbox().then_some(std::time::Duration::ZERO)

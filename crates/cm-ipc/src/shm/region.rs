@@ -95,7 +95,7 @@ impl Region {
             return Err(RingError::BadRegion("positions"));
         }
         r.tx = Producer::at(tx_tail);
-        r.rx = Consumer::at(rx_head, crate::MAX_FRAME);
+        r.rx = Consumer::at(rx_head);
         Ok(r)
     }
 
@@ -128,7 +128,7 @@ impl Region {
             tx_view,
             rx_view,
             tx: Producer::at(0),
-            rx: Consumer::at(0, crate::MAX_FRAME),
+            rx: Consumer::at(0),
         }
     }
 

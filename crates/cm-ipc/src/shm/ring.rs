@@ -8,7 +8,7 @@
 //! nothing else. Each side keeps its own position in its own memory and only
 //! publishes copies.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 
 /// The record header of a wrap marker: skip to the start of the data.
 const WRAP: u64 = u32::MAX as u64;
@@ -139,12 +139,12 @@ impl Producer {
             self.pos += to_end;
             at = 0;
         }
-        r.word(at).store(len, std::sync::atomic::Ordering::Relaxed);
+        r.word(at).store(len, Relaxed);
         for (i, chunk) in frame.chunks(8).enumerate() {
             let mut b = [0u8; 8];
             b[..chunk.len()].copy_from_slice(chunk);
             r.word(at + HEADER + 8 * i as u64)
-                .store(u64::from_le_bytes(b), std::sync::atomic::Ordering::Relaxed);
+                .store(u64::from_le_bytes(b), Relaxed);
         }
         self.pos += need;
         // Publishes the words above (SeqCst includes release).
@@ -181,16 +181,16 @@ impl Producer {
     }
 }
 
-/// The consuming side of a ring: its own head.
+/// The consuming side of a ring: its own head. Frames over
+/// [`crate::MAX_FRAME`] are refused as corrupt.
 #[derive(Debug)]
 pub(crate) struct Consumer {
     pos: u64,
-    max_frame: usize,
 }
 
 impl Consumer {
-    pub(crate) fn at(pos: u64, max_frame: usize) -> Consumer {
-        Consumer { pos, max_frame }
+    pub(crate) fn at(pos: u64) -> Consumer {
+        Consumer { pos }
     }
 
     /// Take the next frame into `out`; `Ok(false)` when the ring is empty.
@@ -221,7 +221,7 @@ impl Consumer {
         }
         let len = w;
         let need = padded(len);
-        if len as usize > self.max_frame || need > avail || idx + need > cap {
+        if len as usize > crate::MAX_FRAME || need > avail || idx + need > cap {
             return Err(RingError::Corrupt("record length"));
         }
         out.clear();
@@ -229,10 +229,7 @@ impl Consumer {
         let mut left = len as usize;
         let mut at = idx + HEADER;
         while left > 0 {
-            let b = r
-                .word(at)
-                .load(std::sync::atomic::Ordering::Relaxed)
-                .to_le_bytes();
+            let b = r.word(at).load(Relaxed).to_le_bytes();
             let n = left.min(8);
             out.extend_from_slice(&b[..n]);
             left -= n;

@@ -278,7 +278,7 @@ impl DaemonConn {
 
     /// Read every frame waiting, without blocking: from the rings (leaving
     /// ours armed) or the socket.
-    pub(crate) fn drain_socket(&mut self) -> Result<(), CmError> {
+    pub(crate) fn drain(&mut self) -> Result<(), CmError> {
         if self.link.is_some() {
             return self.drain_ring();
         }
@@ -344,7 +344,7 @@ impl DaemonConn {
         let before = self.counters.frames_in;
         let until = std::time::Instant::now() + self.spin_now.min(self.spin);
         loop {
-            self.drain_socket()?;
+            self.drain()?;
             if self.counters.frames_in != before {
                 return Ok(true);
             }
@@ -389,27 +389,22 @@ impl DaemonConn {
             }
             self.prepare_poll()?;
         }
-        let ready = match &self.link {
+        // The socket (its hang-up, SIGIO nudges or, without rings, every
+        // frame) and, with rings, our doorbell.
+        let sock = PollFd::new(&self.fd, PollFlags::IN);
+        let mut fds = [sock.clone(), sock];
+        let n = match &self.link {
             Some(l) => {
-                let mut fds = [
-                    PollFd::new(&self.fd, PollFlags::IN),
-                    PollFd::new(&l.bell_me, PollFlags::IN),
-                ];
-                match poll(&mut fds, ts.as_ref()) {
-                    Ok(_) | Err(Errno::INTR) => {}
-                    Err(e) => return Err(e.into()),
-                }
-                fds[0].revents()
+                fds[1] = PollFd::new(&l.bell_me, PollFlags::IN);
+                2
             }
-            None => {
-                let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
-                match poll(&mut fds, ts.as_ref()) {
-                    Ok(_) | Err(Errno::INTR) => {}
-                    Err(e) => return Err(e.into()),
-                }
-                fds[0].revents()
-            }
+            None => 1,
         };
+        match poll(&mut fds[..n], ts.as_ref()) {
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let ready = fds[0].revents();
         if ready.intersects(PollFlags::IN | PollFlags::HUP | PollFlags::ERR) {
             self.drain_socket_only()?;
         }
@@ -421,7 +416,7 @@ impl DaemonConn {
 
     /// Move events (not replies) from the inbox to `out`.
     pub(crate) fn pump(&mut self, out: &mut VecDeque<CmEvent>) -> Result<(), CmError> {
-        self.drain_socket()?;
+        self.drain()?;
         while let Some(m) = self.inbox.pop_front() {
             if let Some(ev) = super::from_wire(&m) {
                 out.push_back(ev);

@@ -45,7 +45,7 @@ impl ClientLink {
             return Err(CmError::Invalid("Attached without its three descriptors"));
         };
         let region = Region::open(region, Side::Client).map_err(ring_err)?;
-        let l = ClientLink {
+        Ok(ClientLink {
             region,
             bell_daemon: Doorbell::from_fd(daemon),
             bell_me: Doorbell::from_fd(me),
@@ -53,8 +53,7 @@ impl ClientLink {
             socket_bell: false,
             buf: Vec::with_capacity(cm_ipc::MAX_FRAME),
             rang: 0,
-        };
-        Ok(l)
+        })
     }
 
     /// Publish one frame, ringing the daemon only if it sleeps. A full ring
