@@ -117,12 +117,18 @@ impl CongestionManager {
         // The open-loop rate starts from window/srtt; with no RTT sample at
         // all, from window / initial RTO (RFC 6298 §2.1's conservative RTT),
         // never unpaced: open loop means no feedback to stop a burst.
+        // At most one window per half-life, though: the paper's half-life is
+        // about one RTT, so rate0/2 over the first half-life sends half a
+        // window and the whole open loop about one. With the half-life
+        // floored at G above a µs RTT, window/srtt would send G/srtt windows
+        // (a hundred on loopback) into a path that has stopped answering.
         let window = m.controller.window();
+        let per_half_life = Rate::per(window, half_life).unwrap_or(Rate::ZERO);
         let rate0 = m
             .controller
             .rate(m.rtt.srtt())
             .or_else(|| Rate::per(window, initial_rto))
-            .unwrap_or(Rate::ZERO);
+            .map_or(Rate::ZERO, |r| r.min(per_half_life));
         let st = m.aging.get_or_insert(AgingState {
             steps: 0,
             next: due,
