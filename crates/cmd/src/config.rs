@@ -10,6 +10,7 @@
 //! max_messages_per_sec = 2000000   # per client
 //! spin_us = 50                     # poll this long after a busy turn before blocking (0: never)
 //! shared_memory = true             # offer clients shared-memory rings (cm_ipc::shm)
+//! follow_client_cpu = true         # run on the busiest ring client's CPU (follow.rs)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -57,6 +58,10 @@ pub struct DaemonConfig {
     /// Offer clients the shared-memory rings (`cm_ipc::shm`); off, every
     /// client keeps its frames on the control socket.
     pub shared_memory: bool,
+    /// Move the daemon's thread to the CPU its busiest shared-memory client
+    /// publishes from, within the affinity mask it started with (see
+    /// `follow.rs`).
+    pub follow_client_cpu: bool,
 }
 
 impl Default for DaemonConfig {
@@ -73,6 +78,7 @@ impl Default for DaemonConfig {
             max_clients_per_user: 256,
             spin_us: DEFAULT_SPIN_US,
             shared_memory: true,
+            follow_client_cpu: true,
         }
     }
 }

@@ -20,6 +20,11 @@
 //! cross-CPU wake-up; an idle daemon blocks and uses no CPU. Core deadlines
 //! under 20 µs away are polled for rather than armed on the timerfd.
 //!
+//! The loop's thread runs on the CPU of its busiest shared-memory client
+//! (`follow.rs`, `follow_client_cpu`), within the affinity it started
+//! with: a client waiting for a grant hands its CPU to the daemon instead
+//! of waking it on another.
+//!
 //! ```no_run
 //! let cfg = cmd::DaemonConfig::default();
 //! let mut d = cmd::Daemon::bind(cfg, "/tmp/cm.sock".as_ref()).unwrap();
@@ -29,6 +34,7 @@
 #![warn(missing_docs)]
 
 pub mod config;
+mod follow;
 mod handle;
 mod link;
 pub mod log;

@@ -30,6 +30,8 @@ pub(crate) struct Link {
     pub(crate) bell_out: Doorbell,
     /// Ring the client by an empty frame on its socket too (SIGIO clients).
     pub(crate) socket_bell: bool,
+    /// Frames read since the last CPU-follow period (`follow.rs`).
+    pub(crate) frames: u64,
 }
 
 impl Link {
@@ -63,6 +65,7 @@ impl Daemon {
                 bell_in: Doorbell::new()?,
                 bell_out: Doorbell::new()?,
                 socket_bell: false,
+                frames: 0,
             })
         })();
         let link = match made {
@@ -122,6 +125,7 @@ impl Daemon {
             match r {
                 Ok(true) => {
                     got = true;
+                    l.frames += 1;
                     self.handle_frame(token, &buf);
                     self.ring_buf = buf;
                 }
@@ -164,6 +168,30 @@ impl Daemon {
         }
         self.ring_tokens = tokens;
         got
+    }
+
+    /// Every [`crate::follow::PERIOD`]: move next to the client that
+    /// published the most frames (`follow.rs`), and start counting again.
+    pub(crate) fn follow_busiest(&mut self) {
+        let Some(f) = &mut self.follow else {
+            return;
+        };
+        let now = std::time::Instant::now();
+        if !f.due(now) {
+            return;
+        }
+        let mut best: (u64, Option<u32>) = (0, None);
+        for s in self.sessions.values_mut() {
+            if let Some(l) = &mut s.link {
+                if l.frames > best.0 {
+                    best = (l.frames, l.region.client_cpu());
+                }
+                l.frames = 0;
+            }
+        }
+        if !f.decide(now, best.0, best.1) {
+            self.follow = None;
+        }
     }
 
     /// About to block: ask every client to ring for its next frame. Returns

@@ -45,6 +45,10 @@ struct Args {
     /// Keep every client on the control socket (no shared-memory rings).
     #[arg(long)]
     no_shared_memory: bool,
+    /// Stay where the kernel places the daemon instead of running on the
+    /// CPU of the busiest shared-memory client.
+    #[arg(long)]
+    no_follow_client_cpu: bool,
     /// Log only warnings and errors.
     #[arg(long, short)]
     quiet: bool,
@@ -83,6 +87,9 @@ fn main() -> anyhow::Result<()> {
     }
     if a.no_shared_memory {
         cfg.shared_memory = false;
+    }
+    if a.no_follow_client_cpu {
+        cfg.follow_client_cpu = false;
     }
     let path = a
         .socket

@@ -72,6 +72,9 @@ pub struct Daemon {
     pub(crate) ring_tokens: Vec<u64>,
     stop: Arc<AtomicBool>,
     path: PathBuf,
+    /// Running beside the busiest client (`follow.rs`), set up by `run` on
+    /// the loop's own thread.
+    pub(crate) follow: Option<crate::follow::Follow>,
 }
 
 /// A handle that stops a running daemon from another thread.
@@ -145,6 +148,7 @@ impl Daemon {
             ring_tokens: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
             path: path.to_path_buf(),
+            follow: None,
         })
     }
 
@@ -193,6 +197,9 @@ impl Daemon {
             tv_nsec: 0,
         };
         let mut spin = Spin::new(std::time::Duration::from_micros(self.cfg.spin_us));
+        if self.cfg.follow_client_cpu && self.cfg.shared_memory {
+            self.follow = crate::follow::Follow::new();
+        }
         while !self.stop.load(Ordering::SeqCst) {
             events.clear();
             // Block only when not spinning, no core deadline is near and no
@@ -247,8 +254,17 @@ impl Daemon {
             }
             // Shared rings are read by looking, doorbell or not.
             work |= self.read_rings();
+            self.follow_busiest();
             spin.observe(work);
             self.turn();
+        }
+        // Leave the thread's CPU affinity as it was found.
+        if let Some(f) = self.follow.take() {
+            log!(
+                info,
+                "msg=\"stopped following clients' CPUs\" moves={}",
+                f.moves
+            );
         }
         self.shutdown();
         Ok(())

@@ -44,7 +44,9 @@
 //! the sender to CPU 0 and the receiver to CPU 1 in every variant (the
 //! daemon's thread stays free: no change in the median here, less scatter);
 //! `CM_BENCH_SPIN_US=n` the daemon's spin and `CM_BENCH_CLIENT_SPIN_US=n`
-//! the clients' (0: block at once, as before); `CM_BENCH_DEBUG=1`
+//! the clients' (0: block at once, as before); `CM_BENCH_NO_FOLLOW=1`
+//! keeps the daemon where the kernel puts it (`follow_client_cpu = false`);
+//! `CM_BENCH_DEBUG=1`
 //! prints, per run, the window, RTT and IPC counters and each thread's CPU
 //! per packet and context switches (the sender is the main thread, the
 //! daemon the other long-lived one, the receiver has exited: "exited").
@@ -602,6 +604,9 @@ fn main() {
         .and_then(|v| v.parse().ok())
     {
         dcfg.spin_us = us;
+    }
+    if std::env::var_os("CM_BENCH_NO_FOLLOW").is_some() {
+        dcfg.follow_client_cpu = false;
     }
     let daemon = cmd::TempDaemon::with_config(dcfg).expect("daemon starts");
     watchdog(StdDuration::from_secs(10));

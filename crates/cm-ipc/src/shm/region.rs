@@ -18,6 +18,8 @@ const MAGIC: u32 = u32::from_le_bytes(*b"CMSH");
 const TO_DAEMON_HDR: usize = 0;
 const TO_CLIENT_HDR: usize = 256;
 const INFO: usize = 512;
+/// The client's CPU + 1 (0: not known), on a cache line of its own.
+const CLIENT_CPU: usize = 576;
 
 /// Which end of the link this process is: it produces into one ring and
 /// consumes the other.
@@ -138,6 +140,32 @@ impl Region {
         // SAFETY: offset INFO..INFO+12 lies in the header page of a live
         // mapping, 4-aligned; atomics may alias memory the peer writes.
         unsafe { &*(self.map.add(INFO).cast::<[AtomicU32; 3]>()) }
+    }
+
+    #[allow(unsafe_code)]
+    fn client_cpu_cell(&self) -> &AtomicU32 {
+        // SAFETY: offset CLIENT_CPU..+4 lies in the header page of a live
+        // mapping, 4-aligned, apart from every other field.
+        unsafe { &*(self.map.add(CLIENT_CPU).cast::<AtomicU32>()) }
+    }
+
+    /// Client: record the CPU this thread runs on as it publishes (a store
+    /// only when it changed, so a client that stays put dirties no cache
+    /// line of the daemon's).
+    pub fn note_cpu(&self, cpu: u32) {
+        let v = cpu.saturating_add(1);
+        let cell = self.client_cpu_cell();
+        if cell.load(Ordering::Relaxed) != v {
+            cell.store(v, Ordering::Relaxed);
+        }
+    }
+
+    /// Daemon: the CPU the client last published from, as the client says
+    /// (untrusted: any value; a hint, never an index without a check).
+    pub fn client_cpu(&self) -> Option<u32> {
+        self.client_cpu_cell()
+            .load(Ordering::Relaxed)
+            .checked_sub(1)
     }
 
     /// The memfd (to pass to the client).

@@ -63,6 +63,11 @@ impl ClientLink {
         let mut since: Option<Instant> = None;
         loop {
             if self.region.push(frame).map_err(ring_err)? {
+                // Where we run, for a daemon that follows its busiest
+                // client's CPU (cmd's follow.rs; vDSO getcpu, no syscall).
+                self.region.note_cpu(
+                    u32::try_from(rustix::thread::sched_getcpu()).unwrap_or(u32::MAX - 1),
+                );
                 if self.region.take_peer_wake() {
                     self.bell_daemon.ring()?;
                     self.rang += 1;
