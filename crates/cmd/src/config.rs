@@ -10,7 +10,7 @@
 //! max_messages_per_sec = 2000000   # per client
 //! spin_us = 50                     # poll this long after a busy turn before blocking (0: never)
 //! shared_memory = true             # offer clients shared-memory rings (cm_ipc::shm)
-//! follow_client_cpu = true         # run on the busiest ring client's CPU (follow.rs)
+//! follow_client_cpu = true         # run where the busiest ring client waits (follow.rs)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -58,9 +58,9 @@ pub struct DaemonConfig {
     /// Offer clients the shared-memory rings (`cm_ipc::shm`); off, every
     /// client keeps its frames on the control socket.
     pub shared_memory: bool,
-    /// Move the daemon's thread to the CPU its busiest shared-memory client
-    /// publishes from, within the affinity mask it started with (see
-    /// `follow.rs`).
+    /// Move the daemon's thread to the CPU where its busiest shared-memory
+    /// client waits for it by polling and yielding, within the affinity
+    /// mask it started with (see `follow.rs`).
     pub follow_client_cpu: bool,
 }
 

@@ -20,10 +20,10 @@
 //! cross-CPU wake-up; an idle daemon blocks and uses no CPU. Core deadlines
 //! under 20 µs away are polled for rather than armed on the timerfd.
 //!
-//! The loop's thread runs on the CPU of its busiest shared-memory client
-//! (`follow.rs`, `follow_client_cpu`), within the affinity it started
-//! with: a client waiting for a grant hands its CPU to the daemon instead
-//! of waking it on another.
+//! The loop's thread runs on the CPU where its busiest shared-memory client
+//! waits for it by polling and yielding (`follow.rs`, `follow_client_cpu`),
+//! within the affinity it started with: that client hands its CPU to the
+//! daemon instead of waking it on another.
 //!
 //! ```no_run
 //! let cfg = cmd::DaemonConfig::default();

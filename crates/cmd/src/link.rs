@@ -170,13 +170,18 @@ impl Daemon {
         got
     }
 
-    /// Every [`crate::follow::PERIOD`]: move next to the client that
-    /// published the most frames (`follow.rs`), and start counting again.
-    pub(crate) fn follow_busiest(&mut self) {
+    /// Every loop turn (`polled`: its wait did not sleep): let go if
+    /// starved; every [`crate::follow::PERIOD`], move next to the client
+    /// that published the most frames (`follow.rs`) and count again.
+    pub(crate) fn follow_busiest(&mut self, polled: bool) {
         let Some(f) = &mut self.follow else {
             return;
         };
         let now = std::time::Instant::now();
+        if !f.turn(now, polled) {
+            self.follow = None;
+            return;
+        }
         if !f.due(now) {
             return;
         }

@@ -46,7 +46,7 @@ struct Args {
     #[arg(long)]
     no_shared_memory: bool,
     /// Stay where the kernel places the daemon instead of running on the
-    /// CPU of the busiest shared-memory client.
+    /// CPU where the busiest shared-memory client waits for it.
     #[arg(long)]
     no_follow_client_cpu: bool,
     /// Log only warnings and errors.

@@ -254,7 +254,7 @@ impl Daemon {
             }
             // Shared rings are read by looking, doorbell or not.
             work |= self.read_rings();
-            self.follow_busiest();
+            self.follow_busiest(!block);
             spin.observe(work);
             self.turn();
         }
@@ -262,8 +262,9 @@ impl Daemon {
         if let Some(f) = self.follow.take() {
             log!(
                 info,
-                "msg=\"stopped following clients' CPUs\" moves={}",
-                f.moves
+                "msg=\"stopped following clients' CPUs\" moves={} starved={}",
+                f.moves,
+                f.starved
             );
         }
         self.shutdown();

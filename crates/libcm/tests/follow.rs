@@ -1,8 +1,9 @@
 //! The daemon runs beside its busiest shared-memory client (cmd's
-//! `follow.rs`): its thread moves to the CPU a busy client publishes from,
-//! follows it when it moves, goes back to the whole affinity mask it
-//! started with once clients are quiet, and stays put when configured not
-//! to follow. One test in its own binary: it finds the daemon's thread by
+//! `follow.rs`): its thread moves to the CPU where a busy client waits for
+//! it by polling and yielding, follows it when it moves, goes back to the
+//! whole affinity mask it started with once clients are quiet, and stays
+//! put for a client that sleeps while it waits, or when configured not to
+//! follow. One test in its own binary: it finds the daemon's thread by
 //! name, so no other daemon may run in this process meanwhile.
 
 #![allow(clippy::unwrap_used)]
@@ -52,9 +53,16 @@ fn pin_me(cpu: usize) {
 }
 
 /// Keep a flow busy (request, grant, notify, ack) from this thread until
-/// `done` holds or `limit` passes; returns whether `done` held.
-fn busy_until(d: &TestDaemon, limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+/// `done` holds or `limit` passes; returns whether `done` held. `spin`:
+/// libcm's wait for an answer (zero: sleep at once, never poll).
+fn busy_until(
+    d: &TestDaemon,
+    spin: Duration,
+    limit: Duration,
+    mut done: impl FnMut() -> bool,
+) -> bool {
     let mut cm = d.client();
+    cm.set_spin(spin);
     let flow = cm.open(None, "127.0.0.1:9".parse().unwrap()).unwrap();
     let t0 = Instant::now();
     let mut ok = false;
@@ -82,6 +90,9 @@ fn busy_until(d: &TestDaemon, limit: Duration, mut done: impl FnMut() -> bool) -
     ok
 }
 
+/// libcm's default wait for an answer: poll, yielding the CPU.
+const SPIN: Duration = Duration::from_micros(500);
+
 #[test]
 fn the_daemon_follows_its_busy_clients_cpu_and_lets_go_when_quiet() {
     let mask = sched_getaffinity(None).unwrap();
@@ -101,7 +112,7 @@ fn the_daemon_follows_its_busy_clients_cpu_and_lets_go_when_quiet() {
         });
         let tid = daemon_tid();
         pin_me(b);
-        busy_until(&d, Duration::from_millis(200), || false);
+        busy_until(&d, SPIN, Duration::from_millis(200), || false);
         assert_eq!(daemon_cpus(tid), all, "stayed where the kernel puts it");
     }
 
@@ -110,10 +121,17 @@ fn the_daemon_follows_its_busy_clients_cpu_and_lets_go_when_quiet() {
     let d = TestDaemon::start();
     let tid = daemon_tid();
     assert_eq!(daemon_cpus(tid), all);
-    // A busy client on b, then on a: the daemon goes to each in turn.
+    // A busy client that sleeps while it waits has no CPU to hand over.
+    pin_me(b);
+    busy_until(&d, Duration::ZERO, Duration::from_millis(200), || false);
+    assert_eq!(daemon_cpus(tid), all, "a sleeping client is not followed");
+    // A busy client that polls for its answers on b, then on a: the daemon
+    // goes to each in turn.
     for cpu in [b, a] {
         pin_me(cpu);
-        let moved = busy_until(&d, Duration::from_secs(5), || daemon_cpus(tid) == [cpu]);
+        let moved = busy_until(&d, SPIN, Duration::from_secs(5), || {
+            daemon_cpus(tid) == [cpu]
+        });
         assert!(
             moved,
             "daemon on {:?}, busy client on {cpu}",

@@ -27,8 +27,9 @@
 //! 0      ring header "to daemon"   (256 bytes)
 //! 256    ring header "to client"   (256 bytes)
 //! 512    magic "CMSH" u32 | layout version u32 | ring_bytes u32
-//! 576    client CPU + 1 u32 (0: unknown; written by the client as it
-//!        publishes, a hint the daemon may use to run near it)
+//! 576    client CPU + 1 u32 (written by a client that waits for the
+//!        daemon by polling and yielding that CPU; 0 for a client that
+//!        sleeps instead; a hint the daemon may use to run there)
 //! 4096   ring data "to daemon"     (ring_bytes)
 //! 4096+ring_bytes  ring data "to client" (ring_bytes)
 //!

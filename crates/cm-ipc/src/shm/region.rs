@@ -149,19 +149,28 @@ impl Region {
         unsafe { &*(self.map.add(CLIENT_CPU).cast::<AtomicU32>()) }
     }
 
-    /// Client: record the CPU this thread runs on as it publishes (a store
-    /// only when it changed, so a client that stays put dirties no cache
-    /// line of the daemon's).
+    /// Client: record the CPU this thread waits on, yielding it, for the
+    /// daemon's answer (a store only when it changed, so a client that
+    /// stays put dirties no cache line of the daemon's).
     pub fn note_cpu(&self, cpu: u32) {
-        let v = cpu.saturating_add(1);
+        self.set_client_cpu(cpu.saturating_add(1));
+    }
+
+    /// Client: no CPU to offer (it sleeps while it waits).
+    pub fn note_no_cpu(&self) {
+        self.set_client_cpu(0);
+    }
+
+    fn set_client_cpu(&self, v: u32) {
         let cell = self.client_cpu_cell();
         if cell.load(Ordering::Relaxed) != v {
             cell.store(v, Ordering::Relaxed);
         }
     }
 
-    /// Daemon: the CPU the client last published from, as the client says
-    /// (untrusted: any value; a hint, never an index without a check).
+    /// Daemon: the CPU the client says it waits on, yielding it, if it
+    /// does (untrusted: any value; a hint, never an index without a
+    /// check).
     pub fn client_cpu(&self) -> Option<u32> {
         self.client_cpu_cell()
             .load(Ordering::Relaxed)

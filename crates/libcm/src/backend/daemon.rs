@@ -343,6 +343,9 @@ impl DaemonConn {
         }
         let before = self.counters.frames_in;
         let until = std::time::Instant::now() + self.spin_now.min(self.spin);
+        if let Some(l) = &mut self.link {
+            l.waiting_here();
+        }
         loop {
             self.drain()?;
             if self.counters.frames_in != before {

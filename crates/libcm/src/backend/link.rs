@@ -30,7 +30,14 @@ pub(crate) struct ClientLink {
     buf: Vec<u8>,
     /// Doorbells we rang (for benchmarks).
     pub(crate) rang: u64,
+    /// Sleeps in a row with no poll-and-yield wait before them.
+    sleeps_without_spin: u32,
 }
+
+/// A client that sleeps this many times in a row without first waiting by
+/// polling and yielding is one that sleeps while it waits: it withdraws its
+/// CPU hint (cmd's follow.rs follows only clients that hand their CPU over).
+const SLEEPER: u32 = 8;
 
 fn ring_err(e: RingError) -> CmError {
     CmError::Io(std::io::Error::other(e))
@@ -53,6 +60,7 @@ impl ClientLink {
             socket_bell: false,
             buf: Vec::with_capacity(cm_ipc::MAX_FRAME),
             rang: 0,
+            sleeps_without_spin: 0,
         })
     }
 
@@ -63,11 +71,6 @@ impl ClientLink {
         let mut since: Option<Instant> = None;
         loop {
             if self.region.push(frame).map_err(ring_err)? {
-                // Where we run, for a daemon that follows its busiest
-                // client's CPU (cmd's follow.rs; vDSO getcpu, no syscall).
-                self.region.note_cpu(
-                    u32::try_from(rustix::thread::sched_getcpu()).unwrap_or(u32::MAX - 1),
-                );
                 if self.region.take_peer_wake() {
                     self.bell_daemon.ring()?;
                     self.rang += 1;
@@ -109,6 +112,16 @@ impl ClientLink {
         Ok(n)
     }
 
+    /// We are about to wait for the daemon by polling and yielding our CPU
+    /// (`DaemonConn::spin_for_answer`): say which CPU, so a daemon that
+    /// follows its clients (cmd's follow.rs) can run here and take the CPU
+    /// we yield. vDSO getcpu, no system call.
+    pub(crate) fn waiting_here(&mut self) {
+        let cpu = u32::try_from(rustix::thread::sched_getcpu()).unwrap_or(u32::MAX - 1);
+        self.region.note_cpu(cpu);
+        self.sleeps_without_spin = 0;
+    }
+
     /// About to sleep on our doorbell (or the poll set holding it): silence
     /// it, then ask the daemon to ring for its next frame, and ring it
     /// ourselves if a frame already waits in the ring or `unread` (read but
@@ -117,6 +130,12 @@ impl ClientLink {
     /// was on its way when we silenced costs one spurious wake-up, and no
     /// frame is ever slept on. Reads no frame.
     pub(crate) fn prepare_poll(&mut self, unread: bool) -> Result<(), CmError> {
+        // A client that only ever sleeps while it waits gives no CPU to hand
+        // over: not one to follow.
+        self.sleeps_without_spin = self.sleeps_without_spin.saturating_add(1);
+        if self.sleeps_without_spin >= SLEEPER {
+            self.region.note_no_cpu();
+        }
         self.bell_me.clear();
         if !self.region.arm() || unread {
             self.bell_me.ring()?;
