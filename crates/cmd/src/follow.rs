@@ -16,7 +16,7 @@
 //! Rules:
 //! - A client says where it waits: libcm writes its CPU into the shared
 //!   region each time it starts polling-and-yielding for an answer, and
-//!   clears it after 8 sleeps in a row without such a wait. A client that
+//!   clears it after 64 sleeps in a row without such a wait. A client that
 //!   sleeps while it waits has no CPU to hand over and is not followed:
 //!   measured with `cm flow` (which sleeps in `poll`), following it cost
 //!   20-40% of its throughput.

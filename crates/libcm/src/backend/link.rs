@@ -37,7 +37,7 @@ pub(crate) struct ClientLink {
 /// A client that sleeps this many times in a row without first waiting by
 /// polling and yielding is one that sleeps while it waits: it withdraws its
 /// CPU hint (cmd's follow.rs follows only clients that hand their CPU over).
-const SLEEPER: u32 = 8;
+const SLEEPER: u32 = 64;
 
 fn ring_err(e: RingError) -> CmError {
     CmError::Io(std::io::Error::other(e))
