@@ -46,33 +46,49 @@ fn one_flow() -> (CongestionManager, FlowId) {
     (cm, f)
 }
 
+/// Ask for `k` MTUs and send each grant at once (one notify per grant: each
+/// answers the oldest one). Returns the bytes sent.
+fn send_round(cm: &mut CongestionManager, f: FlowId, now: Instant, k: u32) -> u64 {
+    cm.request_mtus(now, f, k).unwrap();
+    let mut sent = 0;
+    while let Some(ev) = cm.poll_event() {
+        if let Event::Grant { bytes, .. } = ev {
+            cm.notify(now, f, bytes).unwrap();
+            sent += bytes.get();
+        }
+    }
+    sent
+}
+
+/// `rounds` round trips of `k` MTUs each on a steady path: everything sent
+/// is acknowledged `rtt` later. Advances `now`.
+fn steady_rounds(
+    cm: &mut CongestionManager,
+    f: FlowId,
+    now: &mut Instant,
+    rounds: usize,
+    k: u32,
+    rtt: Duration,
+) {
+    for _ in 0..rounds {
+        let sent = send_round(cm, f, *now, k);
+        *now += rtt;
+        cm.update(*now, f, Feedback::acked(sent, rtt)).unwrap();
+    }
+}
+
 #[test]
 fn regression_aging_waits_past_srtt_plus_grace() {
     let (mut cm, f) = one_flow();
     let mut now = Instant::ZERO;
     let rtt = Duration::from_micros(100);
-    let step = |cm: &mut CongestionManager, now: Instant| {
-        cm.request(now, f).unwrap();
-        let mut granted = 0;
-        while let Some(ev) = cm.poll_event() {
-            if let Event::Grant { bytes, .. } = ev {
-                granted += bytes.get();
-            }
-        }
-        cm.notify(now, f, cm_core::Bytes(granted)).unwrap();
-        granted
-    };
     // Build an estimate: many exchanges with a steady 100 µs RTT.
-    for _ in 0..50 {
-        let g = step(&mut cm, now);
-        now += rtt;
-        cm.update(now, f, Feedback::acked(g, rtt)).unwrap();
-    }
+    steady_rounds(&mut cm, f, &mut now, 50, 1, rtt);
     let mf = cm.macroflow_of(f).unwrap();
     let before = cm.macroflow_info(mf).unwrap();
     assert_eq!(before.srtt, Some(rtt));
     // One more packet whose ack is 600 µs late: jitter, not silence.
-    step(&mut cm, now);
+    send_round(&mut cm, f, now, 1);
     let late = now + Duration::from_micros(600);
     cm.handle_timeout(late);
     let after = cm.macroflow_info(mf).unwrap();
@@ -144,18 +160,7 @@ fn regression_aging_half_life_is_at_least_the_grace_and_stops_at_zero_rate() {
     let mut now = Instant::ZERO;
     // A loopback path: 10 µs RTT samples, so min RTT and srtt are 10 µs.
     let rtt = Duration::from_micros(10);
-    for _ in 0..50 {
-        cm.request(now, f).unwrap();
-        let mut granted = 0;
-        while let Some(ev) = cm.poll_event() {
-            if let Event::Grant { bytes, .. } = ev {
-                granted += bytes.get();
-            }
-        }
-        cm.notify(now, f, Bytes(granted)).unwrap();
-        now += rtt;
-        cm.update(now, f, Feedback::acked(granted, rtt)).unwrap();
-    }
+    steady_rounds(&mut cm, f, &mut now, 50, 1, rtt);
     // Leave one packet unacknowledged, then go silent.
     cm.request(now, f).unwrap();
     while cm.poll_event().is_some() {}
@@ -191,20 +196,7 @@ fn regression_open_loop_sends_about_one_window_when_the_half_life_is_floored() {
     let (mut cm, f) = one_flow();
     let mut now = Instant::ZERO;
     // A loopback path: 10 µs RTT samples; the window grows meanwhile.
-    let rtt = Duration::from_micros(10);
-    for _ in 0..200 {
-        cm.request_mtus(now, f, 4).unwrap();
-        let mut granted = 0;
-        while let Some(ev) = cm.poll_event() {
-            if let Event::Grant { bytes, .. } = ev {
-                // One notify per grant: each answers the oldest grant.
-                cm.notify(now, f, bytes).unwrap();
-                granted += bytes.get();
-            }
-        }
-        now += rtt;
-        cm.update(now, f, Feedback::acked(granted, rtt)).unwrap();
-    }
+    steady_rounds(&mut cm, f, &mut now, 200, 4, Duration::from_micros(10));
     let mf = cm.macroflow_of(f).unwrap();
     let window = cm.macroflow_info(mf).unwrap().window.get();
     // The receiver stops answering (descheduled) with one window in flight;
