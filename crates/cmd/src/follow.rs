@@ -24,8 +24,8 @@
 //!   `CPUAffinity=`, `taskset`): it never widens what it was given.
 //! - One decision per [`PERIOD`], for the client that published the most
 //!   frames in it, if at least [`BUSY_FRAMES`] (busy, not a heartbeat),
-//!   and a move only after it waited on the same CPU for
-//!   [`STEADY_PERIODS`] periods in a row (a client the kernel bounces
+//!   and a move only after [`STEADY_PERIODS`] busy periods from the same
+//!   CPU with none from another between them (a client the kernel bounces
 //!   between CPUs is not chased every millisecond).
 //! - After [`QUIET`] without a busy client, the start mask is restored and
 //!   the kernel places the daemon again (looked at on the loop's next turn:
@@ -39,9 +39,10 @@
 //!   least [`LONG_GAP`] between turns whose wait did not sleep (it polled,
 //!   so only the scheduler kept it away): if they add up to half of a
 //!   [`STARVE_WINDOW`], it lets go and following stays off for
-//!   [`HOLD_MIN`], doubling up to [`HOLD_MAX`] while it recurs. Measured:
-//!   75-97 ms of such gaps per 100 ms beside that busy-polling loop, 0-4 ms
-//!   beside the API benchmark's sender, which yields.
+//!   [`HOLD_MIN`], doubling up to [`HOLD_MAX`] while it recurs (logged,
+//!   with the time kept off). Measured with temporary instrumentation of
+//!   this loop: 75-97 ms of such gaps per 100 ms beside that busy-polling
+//!   loop, 0-4 ms beside the API benchmark's sender, which yields.
 //! - `follow_client_cpu = false` (or `--no-follow-client-cpu`) turns it off.
 
 use std::time::{Duration, Instant};
@@ -52,9 +53,9 @@ use crate::log;
 
 /// How often the busiest client is looked at.
 pub(crate) const PERIOD: Duration = Duration::from_millis(1);
-/// Periods in a row the busiest client must publish from the same other
-/// CPU before the daemon moves there (a client the kernel bounces between
-/// CPUs is not chased every millisecond).
+/// Busy periods from the same CPU, none from another between them, before
+/// the daemon moves there (a client the kernel bounces between CPUs is not
+/// chased every millisecond).
 pub(crate) const STEADY_PERIODS: u32 = 3;
 /// Frames in a period that make a client busy.
 pub(crate) const BUSY_FRAMES: u64 = 4;
@@ -147,10 +148,9 @@ impl Follow {
         if now.saturating_duration_since(self.window_start) < STARVE_WINDOW {
             return true;
         }
-        let starved = self.kept_off >= STARVE_WINDOW / 2;
+        let kept_off = std::mem::take(&mut self.kept_off);
         self.window_start = now;
-        self.kept_off = Duration::ZERO;
-        if !starved {
+        if kept_off < STARVE_WINDOW / 2 {
             return true;
         }
         self.starved += 1;
@@ -162,8 +162,15 @@ impl Follow {
             HOLD_MIN
         };
         self.hold_until = Some(now + self.hold);
-        let mask = self.start_mask;
-        self.apply(&mask, None)
+        log!(
+            info,
+            "msg=\"starved beside the client followed; letting go\" kept_off_ms={} \
+             of_ms={} hold_s={}",
+            kept_off.as_millis(),
+            STARVE_WINDOW.as_millis(),
+            self.hold.as_secs()
+        );
+        self.unpin()
     }
 
     /// Whether a period has ended (then call [`Follow::decide`]).
@@ -196,12 +203,17 @@ impl Follow {
             }
             _ => {
                 if now.duration_since(self.last_busy) >= QUIET && self.pinned.is_some() {
-                    let mask = self.start_mask;
-                    return self.apply(&mask, None);
+                    return self.unpin();
                 }
             }
         }
         true
+    }
+
+    /// Back to the start mask.
+    fn unpin(&mut self) -> bool {
+        let mask = self.start_mask;
+        self.apply(&mask, None)
     }
 
     fn apply(&mut self, set: &CpuSet, pinned: Option<usize>) -> bool {
