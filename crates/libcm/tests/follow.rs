@@ -54,15 +54,18 @@ fn pin_me(cpu: usize) {
 
 /// Keep a flow busy (request, grant, notify, ack) from this thread until
 /// `done` holds or `limit` passes; returns whether `done` held. `spin`:
-/// libcm's wait for an answer (zero: sleep at once, never poll).
+/// how long libcm polls for an answer before it sleeps (`None`: its
+/// default; zero: sleep at once, never poll).
 fn busy_until(
     d: &TestDaemon,
-    spin: Duration,
+    spin: Option<Duration>,
     limit: Duration,
     mut done: impl FnMut() -> bool,
 ) -> bool {
     let mut cm = d.client();
-    cm.set_spin(spin);
+    if let Some(s) = spin {
+        cm.set_spin(s);
+    }
     let flow = cm.open(None, "127.0.0.1:9".parse().unwrap()).unwrap();
     let t0 = Instant::now();
     let mut ok = false;
@@ -90,9 +93,6 @@ fn busy_until(
     ok
 }
 
-/// libcm's default wait for an answer: poll, yielding the CPU.
-const SPIN: Duration = Duration::from_micros(500);
-
 #[test]
 fn the_daemon_follows_its_busy_clients_cpu_and_lets_go_when_quiet() {
     let mask = sched_getaffinity(None).unwrap();
@@ -112,7 +112,7 @@ fn the_daemon_follows_its_busy_clients_cpu_and_lets_go_when_quiet() {
         });
         let tid = daemon_tid();
         pin_me(b);
-        busy_until(&d, SPIN, Duration::from_millis(200), || false);
+        busy_until(&d, None, Duration::from_millis(200), || false);
         assert_eq!(daemon_cpus(tid), all, "stayed where the kernel puts it");
     }
 
@@ -123,13 +123,15 @@ fn the_daemon_follows_its_busy_clients_cpu_and_lets_go_when_quiet() {
     assert_eq!(daemon_cpus(tid), all);
     // A busy client that sleeps while it waits has no CPU to hand over.
     pin_me(b);
-    busy_until(&d, Duration::ZERO, Duration::from_millis(200), || false);
+    busy_until(&d, Some(Duration::ZERO), Duration::from_millis(200), || {
+        false
+    });
     assert_eq!(daemon_cpus(tid), all, "a sleeping client is not followed");
     // A busy client that polls for its answers on b, then on a: the daemon
     // goes to each in turn.
     for cpu in [b, a] {
         pin_me(cpu);
-        let moved = busy_until(&d, SPIN, Duration::from_secs(5), || {
+        let moved = busy_until(&d, None, Duration::from_secs(5), || {
             daemon_cpus(tid) == [cpu]
         });
         assert!(
