@@ -30,6 +30,7 @@
 
 pub mod config;
 pub mod controller;
+pub mod idhash;
 mod error;
 mod event;
 mod flow;

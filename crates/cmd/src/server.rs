@@ -8,7 +8,7 @@
 //! one frame with everything for it: one system call per client per turn,
 //! however many packets' worth of calls it carried.
 
-use std::collections::HashMap;
+use cm_core::idhash::IdMap;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
@@ -57,17 +57,20 @@ pub struct Daemon {
     /// The core's next deadline is within [`DUE_SOON_US`]: poll, don't block.
     due_soon: bool,
     signals: Option<UnixStream>,
-    pub(crate) sessions: HashMap<u64, Session>,
+    pub(crate) sessions: IdMap<u64, Session>,
     /// Which session owns each flow.
-    pub(crate) owner: HashMap<u64, u64>,
+    pub(crate) owner: IdMap<u64, u64>,
     /// Session of each core client.
-    pub(crate) by_client: HashMap<ClientId, u64>,
+    pub(crate) by_client: IdMap<ClientId, u64>,
     /// Owner uid of macroflows made by `setmacroflow` (no destination key).
-    pub(crate) mf_owner: HashMap<u64, u32>,
+    pub(crate) mf_owner: IdMap<u64, u32>,
     next_token: u64,
     rbuf: Vec<u8>,
     /// A frame copied out of a shared ring.
     pub(crate) ring_buf: Vec<u8>,
+    /// The messages of the frame being handled (kept: no allocation per
+    /// frame).
+    msgs: Vec<ToDaemon>,
     /// Scratch: sessions whose rings have frames.
     pub(crate) ring_tokens: Vec<u64>,
     stop: Arc<AtomicBool>,
@@ -138,12 +141,13 @@ impl Daemon {
             armed: None,
             due_soon: false,
             signals: None,
-            sessions: HashMap::new(),
-            owner: HashMap::new(),
-            by_client: HashMap::new(),
-            mf_owner: HashMap::new(),
+            sessions: IdMap::default(),
+            owner: IdMap::default(),
+            by_client: IdMap::default(),
+            mf_owner: IdMap::default(),
             next_token: FIRST_CLIENT,
             rbuf: vec![0; cm_ipc::MAX_FRAME],
+            msgs: Vec::new(),
             ring_buf: Vec::with_capacity(cm_ipc::MAX_FRAME),
             ring_tokens: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
@@ -536,12 +540,14 @@ impl Daemon {
 
     /// Decode and apply one frame from a client.
     pub(crate) fn handle_frame(&mut self, token: u64, bytes: &[u8]) {
-        let mut msgs: Vec<ToDaemon> = Vec::new();
+        let mut msgs = std::mem::take(&mut self.msgs);
+        msgs.clear();
         let decoded = cm_ipc::decode_frame_into(bytes, &mut msgs);
         let now = self.now();
-        for m in msgs {
+        for m in msgs.drain(..) {
             self.handle(now, token, m);
         }
+        self.msgs = msgs;
         if let Err(e) = decoded {
             if let Some(s) = self.sessions.get(&token) {
                 log!(

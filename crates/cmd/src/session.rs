@@ -36,9 +36,12 @@ impl Limiter {
     pub(crate) fn take(&mut self, now_us: u64) -> bool {
         let dt = now_us.saturating_sub(self.last_us);
         if dt > 0 {
-            let add = u128::from(dt) * u128::from(self.rate) / 1_000_000;
+            // u64 arithmetic (this runs per message): a product that
+            // overflows means years of refill, which saturates to a full
+            // bucket either way.
+            let add = dt.saturating_mul(self.rate) / 1_000_000;
             if add > 0 {
-                self.tokens = (u128::from(self.tokens) + add).min(u128::from(self.rate)) as u64;
+                self.tokens = self.tokens.saturating_add(add).min(self.rate);
                 self.last_us = now_us;
             }
         }
@@ -185,5 +188,26 @@ impl Session {
             l.ring_client(&self.fd);
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Limiter;
+
+    #[test]
+    fn the_limiter_refills_at_its_rate_and_caps_at_one_second() {
+        let mut l = Limiter::new(1000, 0);
+        assert!((0..1000).all(|_| l.take(0)), "a full bucket to start");
+        assert!(!l.take(0), "then over the rate");
+        // 1000/s: one token per millisecond, none for less.
+        assert!(!l.take(999));
+        assert!(l.take(1000));
+        assert!(!l.take(1000));
+        // A long silence (even one whose refill overflows u64) refills to
+        // the cap, never past it.
+        let mut l = Limiter::new(u64::MAX / 2, 0);
+        assert!(l.take(u64::MAX));
+        assert_eq!(l.tokens, u64::MAX / 2 - 1);
     }
 }

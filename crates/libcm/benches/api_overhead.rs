@@ -33,8 +33,13 @@
 //! its own thread; every run's receiver listens on an address of its own
 //! in 127/8, so every daemon run starts from a fresh macroflow), plus
 //! kernel TCP (`TCP_NODELAY`, the same window of
-//! acknowledged messages) for reference. Output: µs per packet and the
-//! throughput ratio to raw UDP. `CM_BENCH_QUICK=1` measures 1200-byte
+//! acknowledged messages) for reference. Output: µs per packet (median of
+//! the reps) and the throughput ratio to raw UDP: every run of a variant
+//! comes right after a raw UDP run of its own, and the ratio printed is the
+//! median over the reps of each run's ratio to that raw run (this machine
+//! has slow phases lasting seconds, in which raw UDP alone is 20% slower;
+//! two runs seconds apart would measure the phase, not the CM). The raw
+//! UDP column is the median of all its runs. `CM_BENCH_QUICK=1` measures 1200-byte
 //! datagrams only, with fewer packets (what CI runs).
 //!
 //! For investigating (never for the table): `CM_BENCH_SIZE=1200` runs one
@@ -560,6 +565,21 @@ fn thread_cpu() -> std::collections::HashMap<u64, (StdDuration, u64)> {
     out
 }
 
+/// Idle time of each CPU so far (`/proc/stat`, idle + iowait), for
+/// `CM_BENCH_DEBUG`: a variant slower than raw UDP with CPUs idle waits on
+/// wake-ups, not on work.
+fn cpu_idle() -> Vec<StdDuration> {
+    std::fs::read_to_string("/proc/stat")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+        .map(|l| {
+            let f: Vec<u64> = l.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+            StdDuration::from_millis((f.get(3).copied().unwrap_or(0) + f.get(4).copied().unwrap_or(0)) * 10)
+        })
+        .collect()
+}
+
 /// CPU time (user + system) of this whole process so far, all threads.
 fn cpu_time() -> StdDuration {
     stat_cpu(std::path::Path::new("/proc/self/stat"))
@@ -580,6 +600,11 @@ fn stat_cpu(path: &std::path::Path) -> StdDuration {
 
 fn median(mut v: Vec<StdDuration>) -> StdDuration {
     v.sort();
+    v[v.len() / 2]
+}
+
+fn median_f64(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
@@ -609,6 +634,10 @@ fn main() {
         dcfg.follow_client_cpu = false;
     }
     let daemon = cmd::TempDaemon::with_config(dcfg).expect("daemon starts");
+    if std::env::var_os("CM_BENCH_DEBUG").is_some() {
+        // The daemon's own log (moves, starvation) beside the runs.
+        cmd::log::set_quiet(false);
+    }
     watchdog(StdDuration::from_secs(10));
     pin_if_asked(0);
     // Daemon variants over the control socket (/dmn) and over the
@@ -650,8 +679,9 @@ fn main() {
         tcp = keep.contains(&"kernel-tcp");
     }
     println!(
-        "cm-implementation-linux Fig 6 on loopback: µs per packet (and throughput ÷ raw UDP), \
-         {n} packets, window {W}, median of {reps}"
+        "cm-implementation-linux Fig 6 on loopback: µs per packet, median of {reps} runs \
+         (throughput ÷ raw UDP: median of each run's ratio to a raw UDP run just before it), \
+         {n} packets, window {W}"
     );
     print!("{:>6}", "size");
     for (name, _) in &variants {
@@ -659,82 +689,106 @@ fn main() {
     }
     println!(" {:>20}", "kernel-tcp");
     let mut verdict = Vec::new();
-    for &size in sizes {
-        let mut times: Vec<Vec<StdDuration>> = vec![Vec::new(); variants.len() + 1];
-        // Interleave the variants so slow phases of a noisy machine hit all.
-        for _ in 0..reps {
-            for (i, (_, v)) in variants.iter().enumerate() {
-                let cpu0 = cpu_time();
-                let debug = std::env::var_os("CM_BENCH_DEBUG").is_some();
-                let threads0 = if debug {
-                    thread_cpu()
+    let debug = std::env::var_os("CM_BENCH_DEBUG").is_some();
+    // One run of variant `i` (0: raw UDP; `variants.len()`: kernel TCP).
+    let run = |i: usize, size: usize| -> StdDuration {
+        let cpu0 = cpu_time();
+        let idle0 = cpu_idle();
+        let threads0 = if debug {
+            thread_cpu()
+        } else {
+            Default::default()
+        };
+        diag(0, i as u64);
+        diag(1, u64::MAX - 1); // a new run counts as progress
+        let t = match variants.get(i).map(|(_, v)| v) {
+            None => run_tcp(n, size),
+            Some(None) => run_raw(n, size),
+            Some(Some((api, transport))) => {
+                let cm = if let Some(t) = transport {
+                    let mut cm = Cm::connect_with(daemon.socket(), *t).unwrap();
+                    if let Some(us) = std::env::var("CM_BENCH_CLIENT_SPIN_US")
+                        .ok()
+                        .and_then(|v| v.parse().ok())
+                    {
+                        cm.set_spin(StdDuration::from_micros(us));
+                    }
+                    cm
                 } else {
-                    Default::default()
+                    Cm::embedded(Config::default()).unwrap()
                 };
-                diag(0, i as u64);
-                diag(1, u64::MAX - 1); // a new run counts as progress
-                let t = match v {
-                    None => run_raw(n, size),
-                    Some((api, transport)) => {
-                        let cm = if let Some(t) = transport {
-                            let mut cm = Cm::connect_with(daemon.socket(), *t).unwrap();
-                            if let Some(us) = std::env::var("CM_BENCH_CLIENT_SPIN_US")
-                                .ok()
-                                .and_then(|v| v.parse().ok())
-                            {
-                                cm.set_spin(StdDuration::from_micros(us));
-                            }
-                            cm
-                        } else {
-                            Cm::embedded(Config::default()).unwrap()
-                        };
-                        run_cm(cm, *api, n, size)
-                    }
-                };
-                let cpu = cpu_time().saturating_sub(cpu0);
-                eprintln!(
-                    "  {size} B {:<14} {:>8.2} µs/packet, {:>6.2} µs CPU/packet (all threads)",
-                    variants[i].0,
-                    t.as_secs_f64() * 1e6 / n as f64,
-                    cpu.as_secs_f64() * 1e6 / n as f64
-                );
-                if debug {
-                    // Threads that ran during this variant, busiest first
-                    // (the receiver thread has exited by now: it is the rest).
-                    let mut per: Vec<(u64, StdDuration, u64)> = thread_cpu()
-                        .into_iter()
-                        .map(|(tid, (c, sw))| {
-                            let (c0, sw0) = threads0.get(&tid).copied().unwrap_or_default();
-                            (tid, c.saturating_sub(c0), sw.saturating_sub(sw0))
-                        })
-                        .filter(|&(_, c, sw)| !c.is_zero() || sw > 10)
-                        .collect();
-                    per.sort_by_key(|&(_, c, _)| std::cmp::Reverse(c));
-                    let rest = cpu.saturating_sub(per.iter().map(|&(_, c, _)| c).sum());
-                    eprint!("    µs CPU/packet (context switches) by thread:");
-                    for (tid, c, sw) in per {
-                        eprint!(" {tid}: {:.2} ({sw})", c.as_secs_f64() * 1e6 / n as f64);
-                    }
-                    eprintln!(" exited: {:.2}", rest.as_secs_f64() * 1e6 / n as f64);
-                }
-                times[i].push(t);
+                run_cm(cm, *api, n, size)
             }
-            if tcp {
-                times[variants.len()].push(run_tcp(n, size));
-            } else {
-                times[variants.len()].push(StdDuration::ZERO);
+        };
+        let cpu = cpu_time().saturating_sub(cpu0);
+        eprintln!(
+            "  {size} B {:<14} {:>8.2} µs/packet, {:>6.2} µs CPU/packet (all threads)",
+            variants.get(i).map_or("kernel-tcp", |v| v.0),
+            t.as_secs_f64() * 1e6 / n as f64,
+            cpu.as_secs_f64() * 1e6 / n as f64
+        );
+        if debug {
+            // Threads that ran during this variant, busiest first
+            // (the receiver thread has exited by now: it is the rest).
+            let mut per: Vec<(u64, StdDuration, u64)> = thread_cpu()
+                .into_iter()
+                .map(|(tid, (c, sw))| {
+                    let (c0, sw0) = threads0.get(&tid).copied().unwrap_or_default();
+                    (tid, c.saturating_sub(c0), sw.saturating_sub(sw0))
+                })
+                .filter(|&(_, c, sw)| !c.is_zero() || sw > 10)
+                .collect();
+            per.sort_by_key(|&(_, c, _)| std::cmp::Reverse(c));
+            let rest = cpu.saturating_sub(per.iter().map(|&(_, c, _)| c).sum());
+            eprint!("    µs CPU/packet (context switches) by thread:");
+            for (tid, c, sw) in per {
+                eprint!(" {tid}: {:.2} ({sw})", c.as_secs_f64() * 1e6 / n as f64);
+            }
+            eprintln!(" exited: {:.2}", rest.as_secs_f64() * 1e6 / n as f64);
+            let idle: Vec<String> = cpu_idle()
+                .iter()
+                .zip(&idle0)
+                .map(|(b, a)| {
+                    let share = b.saturating_sub(*a).as_secs_f64() / t.as_secs_f64();
+                    format!("{:.0}%", 100.0 * share)
+                })
+                .collect();
+            eprintln!("    idle by CPU: {}", idle.join(" "));
+        }
+        t
+    };
+    for &size in sizes {
+        // Per variant: its times, and its throughput ratios to the raw UDP
+        // run just before it (index 0: raw UDP's own times).
+        let mut times: Vec<Vec<StdDuration>> = vec![Vec::new(); variants.len() + 1];
+        let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); variants.len() + 1];
+        // Each variant runs right after a raw UDP run of its own, and its
+        // ratio is taken to that run: this machine has slow phases lasting
+        // seconds (raw UDP alone varies by 20% between runs a few seconds
+        // apart), and a ratio of two runs seconds apart measures the phase.
+        // Interleaved over the reps, so slow phases hit all variants alike.
+        let last = if tcp { variants.len() } else { variants.len() - 1 };
+        for _ in 0..reps {
+            for i in 1..=last {
+                let base = run(0, size);
+                let t = run(i, size);
+                times[0].push(base);
+                times[i].push(t);
+                ratios[i].push(base.as_secs_f64() / t.as_secs_f64());
             }
         }
-        let med: Vec<StdDuration> = times.into_iter().map(median).collect();
-        let base = med[0];
         print!("{size:>6}");
-        for (i, m) in med.iter().enumerate() {
-            if m.is_zero() {
+        for (i, ts) in times.into_iter().enumerate() {
+            if ts.is_empty() {
                 print!(" {:>20}", "-"); // not run (CM_BENCH_ONLY)
                 continue;
             }
-            let us = m.as_secs_f64() * 1e6 / n as f64;
-            let ratio = base.as_secs_f64() / m.as_secs_f64();
+            let us = median(ts).as_secs_f64() * 1e6 / n as f64;
+            let ratio = if i == 0 {
+                1.0
+            } else {
+                median_f64(std::mem::take(&mut ratios[i]))
+            };
             print!(" {:>11.2} ({:>5.2}x)", us, ratio);
             if size == 1200 && i > 0 && i < variants.len() {
                 verdict.push((variants[i].0, ratio));

@@ -74,8 +74,10 @@ mod stat;
 #[cfg(feature = "tokio")]
 pub mod tokio_adapter;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::Path;
+
+use cm_core::idhash::IdMap;
 
 pub use buffered::DEFAULT_QUEUE_BYTES;
 pub use ccudp::CcUdpSocket;
@@ -171,13 +173,13 @@ pub struct Cm {
     pub(crate) events: VecDeque<CmEvent>,
     pub(crate) on_send: Option<SendCallback>,
     pub(crate) on_update: Option<UpdateCallback>,
-    pub(crate) buffered: HashMap<FlowId, buffered::SendQueue>,
+    pub(crate) buffered: IdMap<FlowId, buffered::SendQueue>,
     /// Inside `dispatch`: calls made by callbacks are batched.
     pub(crate) dispatching: bool,
     pub(crate) autoflush: bool,
     /// Calls gathered before a batch is sent (autoflush off).
     pub(crate) batch_limit: usize,
-    pub(crate) mtus: HashMap<FlowId, u32>,
+    pub(crate) mtus: IdMap<FlowId, u32>,
 }
 
 impl std::fmt::Debug for Cm {
@@ -247,11 +249,11 @@ impl Cm {
             events: VecDeque::new(),
             on_send: None,
             on_update: None,
-            buffered: HashMap::new(),
+            buffered: IdMap::default(),
             dispatching: false,
             autoflush: true,
             batch_limit: 32,
-            mtus: HashMap::new(),
+            mtus: IdMap::default(),
         }
     }
 
