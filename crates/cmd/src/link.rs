@@ -112,9 +112,9 @@ impl Daemon {
         s.link = Some(link);
     }
 
-    /// Read up to a turn's worth of frames from a client's ring. Returns
-    /// whether any came. A ring the client broke ends its session.
-    pub(crate) fn read_ring(&mut self, token: u64) -> bool {
+    /// Read up to a turn's worth of frames from a client's ring, handled at
+    /// `now` (the turn's time). Returns whether any came. A ring the client broke ends its session.
+    pub(crate) fn read_ring(&mut self, token: u64, now: cm_core::Instant) -> bool {
         let mut got = false;
         for _ in 0..RING_FRAMES_PER_TURN {
             let Some(l) = self.sessions.get_mut(&token).and_then(|s| s.link.as_mut()) else {
@@ -126,7 +126,7 @@ impl Daemon {
                 Ok(true) => {
                     got = true;
                     l.frames += 1;
-                    self.handle_frame(token, &buf);
+                    self.handle_frame(token, &buf, now);
                     self.ring_buf = buf;
                 }
                 Ok(false) => {
@@ -163,8 +163,16 @@ impl Daemon {
                 .map(|(&t, _)| t),
         );
         let mut got = false;
+        if tokens.is_empty() {
+            self.ring_tokens = tokens;
+            return false;
+        }
+        // One clock reading for the frames of this turn: they all arrived
+        // by now, and reading the clock per frame was 6% of the daemon's
+        // CPU under the API benchmark (two frames per packet).
+        let now = self.now();
         for &t in &tokens {
-            got |= self.read_ring(t);
+            got |= self.read_ring(t, now);
         }
         self.ring_tokens = tokens;
         got

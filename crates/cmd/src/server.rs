@@ -250,7 +250,8 @@ impl Daemon {
                             && self.sessions.contains_key(&t)
                         {
                             // Read what is left first (done above), then drop.
-                            self.read_ring(t);
+                            let now = self.now();
+                            self.read_ring(t, now);
                             self.drop_session(t, "hangup");
                         }
                     }
@@ -486,7 +487,8 @@ impl Daemon {
                 }
             };
             let frame = std::mem::take(&mut self.rbuf);
-            self.handle_frame(token, &frame[..n]);
+            let now = self.now();
+            self.handle_frame(token, &frame[..n], now);
             self.rbuf = frame;
         }
     }
@@ -538,12 +540,11 @@ impl Daemon {
         }
     }
 
-    /// Decode and apply one frame from a client.
-    pub(crate) fn handle_frame(&mut self, token: u64, bytes: &[u8]) {
+    /// Decode and apply one frame from a client, at `now`.
+    pub(crate) fn handle_frame(&mut self, token: u64, bytes: &[u8], now: cm_core::Instant) {
         let mut msgs = std::mem::take(&mut self.msgs);
         msgs.clear();
         let decoded = cm_ipc::decode_frame_into(bytes, &mut msgs);
-        let now = self.now();
         for m in msgs.drain(..) {
             self.handle(now, token, m);
         }
