@@ -88,8 +88,7 @@ impl Rate {
         if interval.is_zero() {
             return None;
         }
-        let r = u128::from(bytes.0) * 1_000_000 / u128::from(interval.as_micros());
-        Some(Rate(u64::try_from(r).unwrap_or(u64::MAX)))
+        Some(Rate(mul_div(bytes.0, 1_000_000, interval.as_micros(), false)))
     }
 
     /// Bytes per second.
@@ -107,14 +106,12 @@ impl Rate {
         if self.0 == 0 {
             return None;
         }
-        let us = (u128::from(bytes.0) * 1_000_000).div_ceil(u128::from(self.0));
-        Some(Duration::from_micros(u64::try_from(us).unwrap_or(u64::MAX)))
+        Some(Duration::from_micros(mul_div(bytes.0, 1_000_000, self.0, true)))
     }
 
     /// Bytes sent in `d` at this rate, saturating.
     pub fn bytes_in(self, d: Duration) -> Bytes {
-        let b = u128::from(self.0) * u128::from(d.as_micros()) / 1_000_000;
-        Bytes(u64::try_from(b).unwrap_or(u64::MAX))
+        Bytes(mul_div(self.0, d.as_micros(), 1_000_000, false))
     }
 
     /// The rate scaled by `num / den` (`den` zero yields zero).
@@ -122,8 +119,27 @@ impl Rate {
         if den == 0 {
             return Rate(0);
         }
-        let r = u128::from(self.0) * u128::from(num) / u128::from(den);
-        Rate(u64::try_from(r).unwrap_or(u64::MAX))
+        Rate(mul_div(self.0, num, den, false))
+    }
+}
+
+/// `a * b / d`, rounded down (or up with `ceil`), saturating at
+/// `u64::MAX`; `d` must not be zero. Exact: in 64 bits when the product
+/// fits (a 128-bit division is a library call costing several times more,
+/// and these run per grant and per acknowledgement), else in 128 bits.
+fn mul_div(a: u64, b: u64, d: u64, ceil: bool) -> u64 {
+    match a.checked_mul(b) {
+        Some(p) if ceil => p.div_ceil(d),
+        Some(p) => p / d,
+        None => {
+            let p = u128::from(a) * u128::from(b);
+            let q = if ceil {
+                p.div_ceil(u128::from(d))
+            } else {
+                p / u128::from(d)
+            };
+            u64::try_from(q).unwrap_or(u64::MAX)
+        }
     }
 }
 
@@ -143,6 +159,27 @@ impl fmt::Display for Rate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mul_div_matches_128_bit_arithmetic_on_both_paths() {
+        let cases = [
+            (0, 5, 7),
+            (15_000, 1_000_000, 100_000),
+            (7, 1_000_000, 3),
+            (u64::MAX / 1_000_000 + 1, 1_000_000, 1_000_000), // 128-bit path
+            (u64::MAX, u64::MAX, 1),                          // saturates
+            (u64::MAX, 3, 2),
+            (1 << 40, 1 << 30, 1 << 20),
+        ];
+        for (a, b, d) in cases {
+            let p = u128::from(a) * u128::from(b);
+            for ceil in [false, true] {
+                let q = if ceil { p.div_ceil(u128::from(d)) } else { p / u128::from(d) };
+                let want = u64::try_from(q).unwrap_or(u64::MAX);
+                assert_eq!(mul_div(a, b, d, ceil), want, "{a} * {b} / {d} ceil {ceil}");
+            }
+        }
+    }
 
     #[test]
     fn rate_from_window_over_rtt() {

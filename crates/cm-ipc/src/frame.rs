@@ -111,6 +111,16 @@ pub fn decode_frame_into<M: Message>(
     bytes: &[u8],
     out: &mut impl Extend<M>,
 ) -> Result<(), DecodeError> {
+    decode_frame_each(bytes, |m| out.extend(Some(m)))
+}
+
+/// Decode a frame, handing each message to `f` as it is decoded (no
+/// collection in between: the daemon's per-frame path); on error `f` has
+/// seen the messages before the bad one.
+pub fn decode_frame_each<M: Message>(
+    bytes: &[u8],
+    mut f: impl FnMut(M),
+) -> Result<(), DecodeError> {
     let mut r = Reader::new(bytes);
     let magic = r.u16()?;
     if magic != MAGIC {
@@ -131,7 +141,7 @@ pub fn decode_frame_into<M: Message>(
         let tag = r.u8()?;
         let len = usize::from(r.u16()?);
         let body = r.take(len)?;
-        out.extend(Some(M::decode_body(tag, body)?));
+        f(M::decode_body(tag, body)?);
     }
     match r.remaining() {
         0 => Ok(()),

@@ -91,7 +91,7 @@ pub mod shm;
 pub mod stat;
 
 pub use codec::DecodeError;
-pub use frame::{Frame, decode_frame, decode_frame_into};
+pub use frame::{Frame, decode_frame, decode_frame_each, decode_frame_into};
 pub use msg::Message;
 pub use msg::{ErrorCode, Estimate, FlowStat, MacroflowStat, ToClient, ToDaemon};
 

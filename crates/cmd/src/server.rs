@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cm_core::{ClientId, CongestionManager, Event, Instant};
-use cm_ipc::{ErrorCode, ToClient, ToDaemon};
+use cm_ipc::{ErrorCode, ToClient};
 use rustix::event::epoll;
 use rustix::io::Errno;
 use rustix::net::{
@@ -68,9 +68,6 @@ pub struct Daemon {
     rbuf: Vec<u8>,
     /// A frame copied out of a shared ring.
     pub(crate) ring_buf: Vec<u8>,
-    /// The messages of the frame being handled (kept: no allocation per
-    /// frame).
-    msgs: Vec<ToDaemon>,
     /// Scratch: sessions whose rings have frames.
     pub(crate) ring_tokens: Vec<u64>,
     stop: Arc<AtomicBool>,
@@ -147,7 +144,6 @@ impl Daemon {
             mf_owner: IdMap::default(),
             next_token: FIRST_CLIENT,
             rbuf: vec![0; cm_ipc::MAX_FRAME],
-            msgs: Vec::new(),
             ring_buf: Vec::with_capacity(cm_ipc::MAX_FRAME),
             ring_tokens: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
@@ -542,13 +538,9 @@ impl Daemon {
 
     /// Decode and apply one frame from a client, at `now`.
     pub(crate) fn handle_frame(&mut self, token: u64, bytes: &[u8], now: cm_core::Instant) {
-        let mut msgs = std::mem::take(&mut self.msgs);
-        msgs.clear();
-        let decoded = cm_ipc::decode_frame_into(bytes, &mut msgs);
-        for m in msgs.drain(..) {
-            self.handle(now, token, m);
-        }
-        self.msgs = msgs;
+        // Each message is applied as it is decoded; on a malformed one,
+        // those before it stand.
+        let decoded = cm_ipc::decode_frame_each(bytes, |m| self.handle(now, token, m));
         if let Err(e) = decoded {
             if let Some(s) = self.sessions.get(&token) {
                 log!(
