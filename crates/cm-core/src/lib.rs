@@ -30,10 +30,10 @@
 
 pub mod config;
 pub mod controller;
-pub mod idhash;
 mod error;
 mod event;
 mod flow;
+pub mod idhash;
 mod macroflow;
 mod manager;
 pub mod rtt;

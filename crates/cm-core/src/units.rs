@@ -88,7 +88,12 @@ impl Rate {
         if interval.is_zero() {
             return None;
         }
-        Some(Rate(mul_div(bytes.0, 1_000_000, interval.as_micros(), false)))
+        Some(Rate(mul_div(
+            bytes.0,
+            1_000_000,
+            interval.as_micros(),
+            false,
+        )))
     }
 
     /// Bytes per second.
@@ -106,7 +111,9 @@ impl Rate {
         if self.0 == 0 {
             return None;
         }
-        Some(Duration::from_micros(mul_div(bytes.0, 1_000_000, self.0, true)))
+        Some(Duration::from_micros(mul_div(
+            bytes.0, 1_000_000, self.0, true,
+        )))
     }
 
     /// Bytes sent in `d` at this rate, saturating.
@@ -174,7 +181,11 @@ mod tests {
         for (a, b, d) in cases {
             let p = u128::from(a) * u128::from(b);
             for ceil in [false, true] {
-                let q = if ceil { p.div_ceil(u128::from(d)) } else { p / u128::from(d) };
+                let q = if ceil {
+                    p.div_ceil(u128::from(d))
+                } else {
+                    p / u128::from(d)
+                };
                 let want = u64::try_from(q).unwrap_or(u64::MAX);
                 assert_eq!(mul_div(a, b, d, ceil), want, "{a} * {b} / {d} ceil {ceil}");
             }

@@ -113,7 +113,8 @@ impl Daemon {
     }
 
     /// Read up to a turn's worth of frames from a client's ring, handled at
-    /// `now` (the turn's time). Returns whether any came. A ring the client broke ends its session.
+    /// `now` (the turn's time). Returns whether any came. A ring the client
+    /// broke ends its session.
     pub(crate) fn read_ring(&mut self, token: u64, now: cm_core::Instant) -> bool {
         let mut got = false;
         for _ in 0..RING_FRAMES_PER_TURN {

@@ -8,7 +8,6 @@
 //! one frame with everything for it: one system call per client per turn,
 //! however many packets' worth of calls it carried.
 
-use cm_core::idhash::IdMap;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
@@ -16,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use cm_core::idhash::IdMap;
 use cm_core::{ClientId, CongestionManager, Event, Instant};
 use cm_ipc::{ErrorCode, ToClient};
 use rustix::event::epoll;

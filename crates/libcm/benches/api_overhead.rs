@@ -593,8 +593,14 @@ fn cpu_idle() -> Vec<StdDuration> {
         .lines()
         .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
         .map(|l| {
-            let f: Vec<u64> = l.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
-            StdDuration::from_millis((f.get(3).copied().unwrap_or(0) + f.get(4).copied().unwrap_or(0)) * 10)
+            let f: Vec<u64> = l
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            StdDuration::from_millis(
+                (f.get(3).copied().unwrap_or(0) + f.get(4).copied().unwrap_or(0)) * 10,
+            )
         })
         .collect()
 }
@@ -786,7 +792,11 @@ fn main() {
         // seconds (raw UDP alone varies by 20% between runs a few seconds
         // apart), and a ratio of two runs seconds apart measures the phase.
         // Interleaved over the reps, so slow phases hit all variants alike.
-        let last = if tcp { variants.len() } else { variants.len() - 1 };
+        let last = if tcp {
+            variants.len()
+        } else {
+            variants.len() - 1
+        };
         for _ in 0..reps {
             for i in 1..=last {
                 let base = run(0, size);
