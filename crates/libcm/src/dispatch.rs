@@ -191,8 +191,16 @@ impl Cm {
     /// control socket). Daemon mode: an epoll set of the shared rings'
     /// doorbell and the control socket (the socket alone with
     /// [`crate::Transport::Socket`]); embedded mode: a timerfd kept armed
-    /// for the CM's next event. Call it again before each sleep: it also
-    /// arms the doorbell.
+    /// for the CM's next event.
+    ///
+    /// Taken once and kept in the application's set, it is readable while
+    /// something waits and quiet once [`Cm::dispatch`] took it (at most one
+    /// spurious wake-up for a doorbell ring that was on its way). Two cases
+    /// need a call before the application sleeps, for which calling this
+    /// again (or [`Cm::next_timeout`], or [`Cm::flush`] for the first) is
+    /// enough: calls batched with autoflush off must be sent, and over
+    /// [`crate::Transport::Socket`] events read off the socket while a call
+    /// waited for its reply sit in libcm with the socket quiet.
     pub fn pollable_fd(&mut self) -> Result<BorrowedFd<'_>, CmError> {
         if let Backend::Embedded(e) = &mut self.backend {
             e.fd()?;

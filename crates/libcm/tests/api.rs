@@ -294,6 +294,88 @@ both_modes!(pollable_descriptor, |h: &common::Harness| {
     assert_eq!(*got.borrow(), 1);
 });
 
+// An application that takes the descriptor once and keeps it in its poll
+// set (as the C examples and most event loops do) must see it readable when
+// something waits and quiet once it dispatched, without asking libcm again
+// before each sleep: a descriptor that stays readable makes its loop spin.
+both_modes!(
+    a_kept_descriptor_goes_quiet_after_dispatch,
+    |h: &common::Harness| {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let mut cm = h.cm();
+        let f = cm.open(None, dst(9)).unwrap();
+        let fd = cm.pollable_fd().unwrap().try_clone_to_owned().unwrap();
+        let readable = |ms: i64| {
+            let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+            let ts = Timespec {
+                tv_sec: ms / 1000,
+                tv_nsec: (ms % 1000) * 1_000_000,
+            };
+            poll(&mut fds, Some(&ts)).unwrap() == 1
+        };
+        let grants = Rc::new(RefCell::new(0));
+        let g2 = grants.clone();
+        cm.register_send(move |cm, flow, _| {
+            *g2.borrow_mut() += 1;
+            cm.notify(flow, 0).unwrap();
+        });
+        // Settle anything the setup left (a ring of its own, the open reply).
+        while readable(20) {
+            cm.dispatch().unwrap();
+        }
+        for round in 1..=5 {
+            cm.request(f).unwrap();
+            assert!(readable(2000), "round {round}: readable for the grant");
+            while *grants.borrow() < round {
+                cm.dispatch().unwrap();
+                if *grants.borrow() < round {
+                    assert!(
+                        readable(2000),
+                        "round {round}: readable until the grant is in"
+                    );
+                }
+            }
+            // A doorbell ring still on its way when the grant was taken may
+            // wake the loop once more; then it must be quiet.
+            let mut spurious = 0;
+            while readable(100) {
+                assert_eq!(cm.dispatch().unwrap(), 0, "round {round}: nothing new");
+                spurious += 1;
+                assert!(
+                    spurious <= 1,
+                    "round {round}: the descriptor stays readable"
+                );
+            }
+        }
+        // A call that waits for a reply can read a grant off the daemon's ring
+        // on the way (here in the same answer): the kept descriptor must say
+        // so. Over the bare control socket the frame is read and nothing is
+        // left to make it readable: that transport needs `pollable_fd` (or
+        // `next_timeout`) before each sleep, as documented.
+        if h.daemon.is_some() && h.transport == libcm::Transport::Socket {
+            return;
+        }
+        // Without a spin the wait for the reply sleeps until the daemon's ring,
+        // and reads that ring with the answer: nothing else is left to make
+        // the descriptor readable for the grant read on the way.
+        // The grant is given time to arrive (and its ring to land) first, so
+        // that the wait reads both.
+        cm.set_spin(StdDuration::ZERO);
+        cm.request(f).unwrap();
+        std::thread::sleep(StdDuration::from_millis(50));
+        cm.query(f).unwrap();
+        // At once: left alone, the grant expires 200 ms after it was given
+        // (`grant_timeout`) and the daemon's GrantExpired would make the
+        // descriptor readable anyway.
+        assert!(
+            readable(50),
+            "readable for a grant read while waiting for a reply"
+        );
+        cm.dispatch().unwrap();
+        assert_eq!(*grants.borrow(), 6);
+    }
+);
+
 // One grant may answer several queued one-MTU requests (the core merges
 // pending requests): bursts of sub-MTU datagrams must still all leave.
 both_modes!(

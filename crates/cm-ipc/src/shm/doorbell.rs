@@ -34,8 +34,16 @@ impl Doorbell {
 
     /// Silence it; returns whether it had been rung.
     pub fn clear(&self) -> bool {
+        self.take() > 0
+    }
+
+    /// Silence it; returns how many rings it had (an eventfd counts them).
+    pub fn take(&self) -> u64 {
         let mut b = [0u8; 8];
-        matches!(rustix::io::read(&self.0, &mut b), Ok(8))
+        match rustix::io::read(&self.0, &mut b) {
+            Ok(8) => u64::from_ne_bytes(b),
+            _ => 0,
+        }
     }
 }
 

@@ -221,6 +221,14 @@ impl Region {
         self.rx.arm(&self.rx_view)
     }
 
+    /// [`Region::arm`], also returning whether a request of ours was still
+    /// standing: after an earlier arm, `false` means the peer took it and
+    /// its ring of our doorbell came or is coming (so a consumer can count
+    /// the rings it is owed).
+    pub fn arm_counted(&self) -> (bool, bool) {
+        self.rx.arm_swap(&self.rx_view)
+    }
+
     /// Withdraw a doorbell request.
     pub fn disarm(&self) {
         self.rx.disarm(&self.rx_view)

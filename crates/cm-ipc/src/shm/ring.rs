@@ -253,6 +253,14 @@ impl Consumer {
         !self.pending(r)
     }
 
+    /// [`Consumer::arm`], also telling whether a request was standing
+    /// until now (`false` after an earlier arm: the producer took it, so
+    /// its doorbell rang or is about to).
+    pub(crate) fn arm_swap(&self, r: &RingView) -> (bool, bool) {
+        let was = r.need_wake().swap(1, SeqCst) != 0;
+        (!self.pending(r), was)
+    }
+
     /// Not sleeping after all: spare the producer a doorbell.
     pub(crate) fn disarm(&self, r: &RingView) {
         r.need_wake().store(0, SeqCst);

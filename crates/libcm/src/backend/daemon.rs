@@ -483,10 +483,21 @@ impl DaemonConn {
                 self.block(None)?;
             }
         }
+        self.announce_inbox()?;
         replies
             .into_iter()
             .map(|r| r.ok_or(CmError::Disconnected))
             .collect()
+    }
+
+    /// After waiting for a reply: events that came meanwhile wait in the
+    /// inbox, not in the ring, so make the application's descriptor
+    /// readable for them (it may sleep on it without asking again).
+    fn announce_inbox(&mut self) -> Result<(), CmError> {
+        match &mut self.link {
+            Some(l) if !self.inbox.is_empty() => l.ring_self(),
+            _ => Ok(()),
+        }
     }
 
     /// A `Stat`-shaped call: collect replies up to its `StatEnd`.
@@ -503,7 +514,10 @@ impl DaemonConn {
             while i < self.inbox.len() {
                 if reply_seq(&self.inbox[i]) == Some(seq) {
                     match self.inbox.remove(i) {
-                        Some(ToClient::StatEnd { .. }) => return Ok(out),
+                        Some(ToClient::StatEnd { .. }) => {
+                            self.announce_inbox()?;
+                            return Ok(out);
+                        }
                         Some(ToClient::Error { code, .. }) => return Err(CmError::Daemon(code)),
                         Some(m) => out.push(m),
                         None => {}

@@ -32,6 +32,15 @@ pub(crate) struct ClientLink {
     pub(crate) rang: u64,
     /// Sleeps in a row with no poll-and-yield wait before them.
     sleeps_without_spin: u32,
+    /// We have asked the daemon to ring our doorbell (and have not seen
+    /// it take the request yet).
+    armed: bool,
+    /// Rings of our doorbell due and not yet read from it: one per request
+    /// the daemon took, one per ring of our own. Reading them as frames are
+    /// taken keeps the descriptor readable only while something may wait,
+    /// even for an application that polls it without calling
+    /// `Cm::pollable_fd` before each sleep.
+    owed: u64,
 }
 
 /// A client that sleeps this many times in a row without first waiting by
@@ -61,6 +70,8 @@ impl ClientLink {
             buf: Vec::with_capacity(cm_ipc::MAX_FRAME),
             rang: 0,
             sleeps_without_spin: 0,
+            armed: false,
+            owed: 0,
         })
     }
 
@@ -101,7 +112,7 @@ impl ClientLink {
                 n += 1;
                 frame(&self.buf)?;
             }
-            if self.region.arm() {
+            if self.arm() {
                 break;
             }
         }
@@ -109,7 +120,39 @@ impl ClientLink {
             self.bell_daemon.ring()?;
             self.rang += 1;
         }
+        self.collect_rings();
         Ok(n)
+    }
+
+    /// Make our descriptor readable now: events were read off the ring
+    /// while waiting for a reply and wait in the inbox for a dispatch.
+    pub(crate) fn ring_self(&mut self) -> Result<(), CmError> {
+        self.bell_me.ring()?;
+        self.owed += 1;
+        Ok(())
+    }
+
+    /// Ask the daemon to ring for its next frame (see `Region::arm`),
+    /// counting the ring owed if it took our previous request. Returns
+    /// whether the ring is empty.
+    fn arm(&mut self) -> bool {
+        let (empty, standing) = self.region.arm_counted();
+        if self.armed && !standing {
+            self.owed += 1;
+        }
+        self.armed = true;
+        empty
+    }
+
+    /// Read the rings owed from our doorbell, if any (a system call only
+    /// then: while the daemon has not rung, polling the rings costs none).
+    /// A ring still on its way stays owed and is read by a later call; until
+    /// then it makes the descriptor readable once, spuriously.
+    fn collect_rings(&mut self) {
+        if self.owed > 0 {
+            let t = self.bell_me.take();
+            self.owed = self.owed.saturating_sub(t);
+        }
     }
 
     /// We are about to wait for the daemon by polling and yielding our CPU
@@ -136,9 +179,12 @@ impl ClientLink {
         if self.sleeps_without_spin >= SLEEPER {
             self.region.note_no_cpu();
         }
-        self.bell_me.clear();
-        if !self.region.arm() || unread {
+        // Silence it, owed or not (a ring nothing accounts for, e.g. one a
+        // hostile daemon sends, must not keep a sleeper awake).
+        self.owed = self.owed.saturating_sub(self.bell_me.take());
+        if !self.arm() || unread {
             self.bell_me.ring()?;
+            self.owed += 1;
         }
         Ok(())
     }
