@@ -107,8 +107,12 @@
  *     cm_enable_sigio() returns -EOPNOTSUPP (nothing outside the process
  *     would raise it). A call that waits for the daemon's reply (cm_open,
  *     cm_mtu, cm_query, cm_getmacroflow, cm_setmacroflow, cm_bulk_query)
- *     may read grants off the socket: cm_fd() still shows them, SIGIO does
- *     not, so a SIGIO-driven program calls cm_dispatch() after such calls.
+ *     may read grants on the way: cm_fd() still shows them (over the
+ *     shared-memory rings, the default; with CM_TRANSPORT=socket call
+ *     cm_fd() again before sleeping after such calls), SIGIO does not, so
+ *     a SIGIO-driven program calls cm_dispatch() after such calls. Taken
+ *     once and kept in the set, cm_fd() is quiet again once cm_dispatch()
+ *     took what was waiting.
  * 12. Transport: in daemon mode, calls, grants and replies travel through
  *     two shared-memory rings mapped by the daemon and the process (a
  *     sealed memfd, eventfd doorbells rung only for a side that sleeps),
