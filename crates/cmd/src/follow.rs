@@ -16,17 +16,21 @@
 //! Rules:
 //! - A client says where it waits: libcm writes its CPU into the shared
 //!   region each time it starts polling-and-yielding for an answer, and
-//!   clears it after 64 sleeps in a row without such a wait. A client that
+//!   the daemon takes (clears) it once per period, so only a client that
+//!   waited so in the period has a CPU (a stale one, written once by a
+//!   client that then never waits again, would pin the daemon beside a
+//!   thread that does not hand its CPU over). A client that
 //!   sleeps while it waits has no CPU to hand over and is not followed:
 //!   measured with `cm flow` (which sleeps in `poll`), following it cost
 //!   20-40% of its throughput.
 //! - Only CPUs of the affinity mask the daemon started with (systemd's
 //!   `CPUAffinity=`, `taskset`): it never widens what it was given.
 //! - One decision per [`PERIOD`], for the client that published the most
-//!   frames in it, if at least [`BUSY_FRAMES`] (busy, not a heartbeat),
-//!   and a move only after [`STEADY_PERIODS`] busy periods from the same
-//!   CPU with none from another between them (a client the kernel bounces
-//!   between CPUs is not chased every millisecond).
+//!   frames in it among those that say where they wait (a busier one that
+//!   does not must not hide it), if at least [`BUSY_FRAMES`] (busy, not a
+//!   heartbeat), and a move only after [`STEADY_PERIODS`] busy periods
+//!   from the same CPU with none from another between them (a client the
+//!   kernel bounces between CPUs is not chased every millisecond).
 //! - After [`QUIET`] without a busy client, the start mask is restored and
 //!   the kernel places the daemon again (looked at on the loop's next turn:
 //!   an idle loop turns at least every 100 ms).

@@ -181,7 +181,8 @@ impl Daemon {
 
     /// Every loop turn (`polled`: its wait did not sleep): let go if
     /// starved; every [`crate::follow::PERIOD`], move next to the client
-    /// that published the most frames (`follow.rs`) and count again.
+    /// that published the most frames among those that say where they wait
+    /// (`follow.rs`) and count again.
     pub(crate) fn follow_busiest(&mut self, polled: bool) {
         let Some(f) = &mut self.follow else {
             return;
@@ -194,11 +195,17 @@ impl Daemon {
         if !f.due(now) {
             return;
         }
+        // Among the clients that waited by polling and yielding in this
+        // period (the CPU hint is taken each period): a busier one that did
+        // not (it sleeps, or never waits) has no CPU to hand over and must
+        // not hide one that did.
         let mut best: (u64, Option<u32>) = (0, None);
         for s in self.sessions.values_mut() {
             if let Some(l) = &mut s.link {
-                if l.frames > best.0 {
-                    best = (l.frames, l.region.client_cpu());
+                if let Some(cpu) = l.region.take_client_cpu() {
+                    if l.frames > best.0 {
+                        best = (l.frames, Some(cpu));
+                    }
                 }
                 l.frames = 0;
             }

@@ -1,15 +1,18 @@
 //! The daemon runs beside its busiest shared-memory client (cmd's
 //! `follow.rs`): its thread moves to the CPU where a busy client waits for
 //! it by polling and yielding, follows it when it moves, goes back to the
-//! whole affinity mask it started with once clients are quiet, and stays
-//! put for a client that sleeps while it waits, or when configured not to
-//! follow. One test in its own binary: it finds the daemon's thread by
+//! whole affinity mask it started with once clients are quiet, stays put
+//! for a client that sleeps while it waits, or when configured not to
+//! follow, and is not kept from a polling client by a busier one that
+//! never waits. One test in its own binary: it finds the daemon's thread by
 //! name, so no other daemon may run in this process meanwhile.
 
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::TestDaemon;
@@ -151,5 +154,52 @@ fn the_daemon_follows_its_busy_clients_cpu_and_lets_go_when_quiet() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    drop(d);
+
+    // A busier client that never waits (so says no CPU) beside one that
+    // polls for its answers: the daemon goes to the one that polls.
+    sched_setaffinity(None, &mask).unwrap();
+    let d = TestDaemon::with_config(cmd::DaemonConfig {
+        max_messages_per_sec: 100_000_000,
+        ..Default::default()
+    });
+    let tid = daemon_tid();
+    let stop = Arc::new(AtomicBool::new(false));
+    let blaster = {
+        let (path, stop) = (d.path.clone(), stop.clone());
+        std::thread::spawn(move || {
+            pin_me(a);
+            let mut cm = TestDaemon::client_at(&path, libcm::Transport::SharedMemory);
+            let flow = cm.open(None, "127.0.0.1:9".parse().unwrap()).unwrap();
+            let mut calls = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                // One frame per call (autoflush), never an answer to wait for.
+                cm.update(flow, Feedback::acked(1, cm_core::Duration::from_micros(50)))
+                    .unwrap();
+                calls += 1;
+            }
+            cm.close(flow).unwrap();
+            calls
+        })
+    };
+    pin_me(b);
+    let mut rounds = 0u64;
+    let moved = busy_until(&d, None, Duration::from_secs(5), || {
+        rounds += 1;
+        daemon_cpus(tid) == [b]
+    });
+    stop.store(true, Ordering::Relaxed);
+    let blasted = blaster.join().unwrap();
+    // The polling client sends at most three frames a round.
+    assert!(
+        blasted > 3 * rounds,
+        "the client that never waits was the busier ({blasted} frames against {})",
+        3 * rounds
+    );
+    assert!(
+        moved,
+        "daemon on {:?}, polling client on {b}, a busier one on {a} that never waits",
+        daemon_cpus(tid)
+    );
     sched_setaffinity(None, &mask).unwrap();
 }

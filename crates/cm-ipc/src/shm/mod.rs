@@ -27,9 +27,10 @@
 //! 0      ring header "to daemon"   (256 bytes)
 //! 256    ring header "to client"   (256 bytes)
 //! 512    magic "CMSH" u32 | layout version u32 | ring_bytes u32
-//! 576    client CPU + 1 u32 (written by a client that waits for the
-//!        daemon by polling and yielding that CPU; 0 for a client that
-//!        sleeps instead; a hint the daemon may use to run there)
+//! 576    client CPU + 1 u32 (written by a client each time it waits
+//!        for the daemon by polling and yielding that CPU, taken (reset
+//!        to 0) by the daemon when it looks: non-zero only if the client
+//!        waited so since; a hint the daemon may use to run there)
 //! 4096   ring data "to daemon"     (ring_bytes)
 //! 4096+ring_bytes  ring data "to client" (ring_bytes)
 //!

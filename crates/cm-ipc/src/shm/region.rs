@@ -150,31 +150,28 @@ impl Region {
     }
 
     /// Client: record the CPU this thread waits on, yielding it, for the
-    /// daemon's answer (a store only when it changed, so a client that
-    /// stays put dirties no cache line of the daemon's).
+    /// daemon's answer (a store only when the cell does not already say
+    /// so: at most once per look of the daemon's, which takes it).
     pub fn note_cpu(&self, cpu: u32) {
-        self.set_client_cpu(cpu.saturating_add(1));
-    }
-
-    /// Client: no CPU to offer (it sleeps while it waits).
-    pub fn note_no_cpu(&self) {
-        self.set_client_cpu(0);
-    }
-
-    fn set_client_cpu(&self, v: u32) {
         let cell = self.client_cpu_cell();
+        let v = cpu.saturating_add(1);
         if cell.load(Ordering::Relaxed) != v {
             cell.store(v, Ordering::Relaxed);
         }
     }
 
-    /// Daemon: the CPU the client says it waits on, yielding it, if it
-    /// does (untrusted: any value; a hint, never an index without a
-    /// check).
-    pub fn client_cpu(&self) -> Option<u32> {
-        self.client_cpu_cell()
-            .load(Ordering::Relaxed)
-            .checked_sub(1)
+    /// Daemon: the CPU the client said it waits on, yielding it, if it
+    /// waited so since the last take (untrusted: any value; a hint, never
+    /// an index without a check). A client that stops waiting that way,
+    /// or never did, has none: no stale CPU outlives its waits.
+    pub fn take_client_cpu(&self) -> Option<u32> {
+        let cell = self.client_cpu_cell();
+        // A load first: no store (no cache line taken from the client)
+        // while it has nothing to say.
+        if cell.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        cell.swap(0, Ordering::Relaxed).checked_sub(1)
     }
 
     /// The memfd (to pass to the client).

@@ -30,8 +30,6 @@ pub(crate) struct ClientLink {
     buf: Vec<u8>,
     /// Doorbells we rang (for benchmarks).
     pub(crate) rang: u64,
-    /// Sleeps in a row with no poll-and-yield wait before them.
-    sleeps_without_spin: u32,
     /// We have asked the daemon to ring our doorbell (and have not seen
     /// it take the request yet).
     armed: bool,
@@ -42,11 +40,6 @@ pub(crate) struct ClientLink {
     /// `Cm::pollable_fd` before each sleep.
     owed: u64,
 }
-
-/// A client that sleeps this many times in a row without first waiting by
-/// polling and yielding is one that sleeps while it waits: it withdraws its
-/// CPU hint (cmd's follow.rs follows only clients that hand their CPU over).
-const SLEEPER: u32 = 64;
 
 fn ring_err(e: RingError) -> CmError {
     CmError::Io(std::io::Error::other(e))
@@ -69,7 +62,6 @@ impl ClientLink {
             socket_bell: false,
             buf: Vec::with_capacity(cm_ipc::MAX_FRAME),
             rang: 0,
-            sleeps_without_spin: 0,
             armed: false,
             owed: 0,
         })
@@ -162,7 +154,6 @@ impl ClientLink {
     pub(crate) fn waiting_here(&mut self) {
         let cpu = u32::try_from(rustix::thread::sched_getcpu()).unwrap_or(u32::MAX - 1);
         self.region.note_cpu(cpu);
-        self.sleeps_without_spin = 0;
     }
 
     /// About to sleep on our doorbell (or the poll set holding it): silence
@@ -173,12 +164,6 @@ impl ClientLink {
     /// was on its way when we silenced costs one spurious wake-up, and no
     /// frame is ever slept on. Reads no frame.
     pub(crate) fn prepare_poll(&mut self, unread: bool) -> Result<(), CmError> {
-        // A client that only ever sleeps while it waits gives no CPU to hand
-        // over: not one to follow.
-        self.sleeps_without_spin = self.sleeps_without_spin.saturating_add(1);
-        if self.sleeps_without_spin >= SLEEPER {
-            self.region.note_no_cpu();
-        }
         // Silence it, owed or not (a ring nothing accounts for, e.g. one a
         // hostile daemon sends, must not keep a sleeper awake).
         self.owed = self.owed.saturating_sub(self.bell_me.take());
