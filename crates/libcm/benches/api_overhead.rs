@@ -368,7 +368,7 @@ fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
             }
         }
         let e = t0.elapsed();
-        debug_counters(&mut cm);
+        debug_counters(&mut cm, flow);
         return e;
     }
     let flow = cm.open(None, rx.addr).unwrap();
@@ -500,15 +500,23 @@ fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
         }
     }
     let e = t0.elapsed();
-    debug_counters(&mut cm);
+    debug_counters(&mut cm, flow);
     e
 }
 
-/// `CM_BENCH_DEBUG`: the macroflow's window and RTT and the IPC counters
-/// after a run.
-fn debug_counters(cm: &mut Cm) {
+/// `CM_BENCH_DEBUG`: the run's macroflow's window and RTT (the daemon
+/// keeps earlier runs' macroflows a while: the one with `flow`) and the IPC
+/// counters.
+fn debug_counters(cm: &mut Cm, flow: FlowId) {
     if std::env::var_os("CM_BENCH_DEBUG").is_some() {
-        let m = &cm.stat().unwrap().macroflows[0];
+        let st = cm.stat().unwrap();
+        let mf = st
+            .flows
+            .iter()
+            .find(|f| f.id == flow.to_u64())
+            .unwrap()
+            .macroflow;
+        let m = st.macroflows.iter().find(|m| m.id == mf).unwrap();
         eprintln!(
             "    window {} srtt {}us rttvar {}us ipc (frames out, in, calls) {:?}",
             m.window,
