@@ -36,11 +36,12 @@
 //! acknowledged messages) for reference. Output: µs per packet (median of
 //! the reps) and the throughput ratio to raw UDP: every run of a variant
 //! comes right after a raw UDP run of its own, and the ratio printed is the
-//! median over the reps of each run's ratio to that raw run (this machine
-//! has slow phases lasting seconds, in which raw UDP alone is 20% slower;
-//! two runs seconds apart would measure the phase, not the CM). The raw
-//! UDP column is the median of all its runs. `CM_BENCH_QUICK=1` measures 1200-byte
-//! datagrams only, with fewer packets (what CI runs).
+//! median over the reps of each run's ratio to that raw run (raw UDP alone
+//! moves by 10-20% between runs on this machine; a ratio to the run just
+//! before shares more of the machine's state than one to a median taken
+//! over minutes). The raw UDP column is the median of all its runs.
+//! `CM_BENCH_QUICK=1` measures 1200-byte datagrams only, with fewer packets
+//! (what CI runs).
 //!
 //! Two hosts on one machine: the paper's programs ran on separate sender
 //! and receiver machines (cm-implementation-linux §4), so the sender thread
@@ -144,7 +145,7 @@ impl Receiver {
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = stop.clone();
         let thread = std::thread::spawn(move || {
-            pin_if_asked(1);
+            pin_to(1);
             let mut buf = [0u8; 2048];
             while !s2.load(Ordering::Relaxed) {
                 if let Ok((n, from)) = sock.recv_from(&mut buf) {
@@ -176,7 +177,7 @@ impl Drop for Receiver {
 /// `CM_BENCH_NO_PIN=1` leaves placement to the kernel. A machine without
 /// that CPU refuses, and the thread runs where the kernel puts it.
 #[allow(unsafe_code)]
-fn pin_if_asked(cpu: usize) {
+fn pin_to(cpu: usize) {
     if std::env::var_os("CM_BENCH_NO_PIN").is_some() {
         return;
     }
@@ -536,7 +537,7 @@ fn run_tcp(n: u64, size: usize) -> StdDuration {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let srv = std::thread::spawn(move || {
-        pin_if_asked(1);
+        pin_to(1);
         let (mut c, _) = l.accept().unwrap();
         c.set_nodelay(true).unwrap();
         let mut buf = vec![0u8; size];
@@ -672,7 +673,7 @@ fn main() {
         cmd::log::set_quiet(false);
     }
     watchdog(StdDuration::from_secs(10));
-    pin_if_asked(0);
+    pin_to(0);
     // Daemon variants over the control socket (/dmn) and over the
     // shared-memory rings (/shm, cm_ipc::shm).
     let mut variants: Vec<(&str, Option<Variant>)> = vec![
@@ -726,9 +727,8 @@ fn main() {
     // One run of variant `i` (0: raw UDP; `variants.len()`: kernel TCP).
     let run = |i: usize, size: usize| -> StdDuration {
         let cpu0 = cpu_time();
-        let idle0 = cpu_idle();
-        let threads0 = if debug {
-            thread_cpu()
+        let (idle0, threads0) = if debug {
+            (cpu_idle(), thread_cpu())
         } else {
             Default::default()
         };
