@@ -394,6 +394,9 @@ fn send(cm: &mut Cm, args: &FlowArgs, dst: SocketAddr) -> Result<Summary> {
     }));
     let cb = state.clone();
     cm.register_send(move |cm, f, bytes| cb.borrow_mut().on_grant(cm, f, bytes));
+    // Taken once: libcm keeps it readable only while something waits
+    // (calls are sent at once, autoflush being on).
+    let cm_fd = cm.pollable_fd()?.try_clone_to_owned()?;
     let deadline = start + StdDuration::from_secs_f64(args.secs);
     let mut rbuf = vec![0u8; 2048];
     loop {
@@ -445,12 +448,6 @@ fn send(cm: &mut Cm, args: &FlowArgs, dst: SocketAddr) -> Result<Summary> {
         if s.requested == 0 && s.bucket.is_some() {
             wait = wait.min(s.token_wait().max(StdDuration::from_micros(50)));
         }
-        // Asked for before every sleep: this also arms (and silences) the
-        // shared-memory doorbell the descriptor watches. A descriptor kept
-        // from an earlier call stays readable once rung, and the loop would
-        // spin (found by the daemon following this process's CPU: the
-        // spinning sender starved it).
-        let cm_fd = cm.pollable_fd()?;
         let mut fds = [
             PollFd::new(&cm_fd, PollFlags::IN),
             PollFd::new(&s.sock, PollFlags::IN),
