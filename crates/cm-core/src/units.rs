@@ -134,7 +134,13 @@ impl Rate {
 /// `u64::MAX`; `d` must not be zero. Exact: in 64 bits when the product
 /// fits (a 128-bit division is a library call costing several times more,
 /// and these run per grant and per acknowledgement), else in 128 bits.
-fn mul_div(a: u64, b: u64, d: u64, ceil: bool) -> u64 {
+///
+/// ```
+/// use cm_core::units::mul_div;
+/// assert_eq!(mul_div(1500, 1_000_000, 7, false), 214_285_714);
+/// assert_eq!(mul_div(u64::MAX, 2, 1, false), u64::MAX);
+/// ```
+pub fn mul_div(a: u64, b: u64, d: u64, ceil: bool) -> u64 {
     match a.checked_mul(b) {
         Some(p) if ceil => p.div_ceil(d),
         Some(p) => p / d,

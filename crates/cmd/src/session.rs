@@ -36,10 +36,7 @@ impl Limiter {
     pub(crate) fn take(&mut self, now_us: u64) -> bool {
         let dt = now_us.saturating_sub(self.last_us);
         if dt > 0 {
-            // u64 arithmetic (this runs per message): a product that
-            // overflows means years of refill, which saturates to a full
-            // bucket either way.
-            let add = dt.saturating_mul(self.rate) / 1_000_000;
+            let add = cm_core::units::mul_div(dt, self.rate, 1_000_000, false);
             if add > 0 {
                 self.tokens = self.tokens.saturating_add(add).min(self.rate);
                 self.last_us = now_us;

@@ -30,8 +30,8 @@ pub(crate) struct ClientLink {
     buf: Vec<u8>,
     /// Doorbells we rang (for benchmarks).
     pub(crate) rang: u64,
-    /// We have asked the daemon to ring our doorbell (and have not seen
-    /// it take the request yet).
+    /// We have asked the daemon to ring our doorbell before: from then on
+    /// a request found not standing at the next arm was taken, and rung.
     armed: bool,
     /// Rings of our doorbell due and not yet read from it: one per request
     /// the daemon took, one per ring of our own. Reading them as frames are
