@@ -634,13 +634,9 @@ fn stat_cpu(path: &std::path::Path) -> StdDuration {
     StdDuration::from_millis(ticks * 10)
 }
 
-fn median(mut v: Vec<StdDuration>) -> StdDuration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn median_f64(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
+/// The median (upper of the middle two) of durations or ratios.
+fn median<T: Copy + PartialOrd>(mut v: Vec<T>) -> T {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     v[v.len() / 2]
 }
 
@@ -670,7 +666,8 @@ fn main() {
         dcfg.follow_client_cpu = false;
     }
     let daemon = cmd::TempDaemon::with_config(dcfg).expect("daemon starts");
-    if std::env::var_os("CM_BENCH_DEBUG").is_some() {
+    let debug = std::env::var_os("CM_BENCH_DEBUG").is_some();
+    if debug {
         // The daemon's own log (moves, starvation) beside the runs.
         cmd::log::set_quiet(false);
     }
@@ -725,7 +722,6 @@ fn main() {
     }
     println!(" {:>20}", "kernel-tcp");
     let mut verdict = Vec::new();
-    let debug = std::env::var_os("CM_BENCH_DEBUG").is_some();
     // One run of variant `i` (0: raw UDP; `variants.len()`: kernel TCP).
     let run = |i: usize, size: usize| -> StdDuration {
         let cpu0 = cpu_time();
@@ -797,11 +793,8 @@ fn main() {
         // run just before it (index 0: raw UDP's own times).
         let mut times: Vec<Vec<StdDuration>> = vec![Vec::new(); variants.len() + 1];
         let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); variants.len() + 1];
-        // Each variant runs right after a raw UDP run of its own, and its
-        // ratio is taken to that run: this machine has slow phases lasting
-        // seconds (raw UDP alone varies by 20% between runs a few seconds
-        // apart), and a ratio of two runs seconds apart measures the phase.
-        // Interleaved over the reps, so slow phases hit all variants alike.
+        // Each variant runs right after a raw UDP run of its own (see the
+        // module docs), interleaved over the reps.
         let last = if tcp {
             variants.len()
         } else {
@@ -823,14 +816,13 @@ fn main() {
                 continue;
             }
             let us = median(ts).as_secs_f64() * 1e6 / n as f64;
-            let ratio = if i == 0 {
-                1.0
-            } else {
-                median_f64(std::mem::take(&mut ratios[i]))
-            };
+            let pairs = std::mem::take(&mut ratios[i]);
+            let ratio = if i == 0 { 1.0 } else { median(pairs.clone()) };
             print!(" {:>11.2} ({:>5.2}x)", us, ratio);
             if size == 1200 && i > 0 && i < variants.len() {
-                verdict.push((variants[i].0, ratio));
+                let lo = pairs.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = pairs.iter().copied().fold(0.0, f64::max);
+                verdict.push((variants[i].0, ratio, lo, hi));
             }
         }
         println!();
@@ -843,8 +835,8 @@ fn main() {
         let best = |suffix: &str| {
             verdict
                 .iter()
-                .filter(|(n, _)| n.ends_with(suffix))
-                .map(|&(_, r)| r)
+                .filter(|(n, ..)| n.ends_with(suffix))
+                .map(|&(_, r, ..)| r)
                 .fold(0.0f64, f64::max)
         };
         let (emb, dmn) = (best("/emb"), best("/dmn").max(best("/shm")));
@@ -857,8 +849,14 @@ fn main() {
                 dmn * 100.0
             );
         }
-        for (name, r) in &verdict {
-            println!("  {name:<14} {:.1}%", r * 100.0);
+        // The median, and the spread of the pairs it is the median of.
+        for (name, r, lo, hi) in &verdict {
+            println!(
+                "  {name:<14} {:.1}%  (pairs {:.2}-{:.2})",
+                r * 100.0,
+                lo,
+                hi
+            );
         }
     }
 }
