@@ -1,0 +1,96 @@
+//! The statistics the experiments and benchmarks report. Non-finite
+//! samples are ignored; an empty sample gives NaN (so that a missing
+//! measurement never reads as zero).
+
+/// The median (the mean of the middle two for an even count).
+pub fn median(v: &[f64]) -> f64 {
+    let s = sorted(v);
+    let n = s.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => s[n / 2],
+        _ => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}
+
+/// The `p`-th percentile (`p` in 0..=100), nearest rank on the sorted
+/// sample (p50 of an even count is the lower middle; use [`median`] for
+/// the mean of the two).
+pub fn percentile(v: &[f64], p: f64) -> f64 {
+    let s = sorted(v);
+    if s.is_empty() {
+        return f64::NAN;
+    }
+    let p = p.clamp(0.0, 100.0);
+    let rank = ((p / 100.0) * s.len() as f64).ceil() as usize;
+    s[rank.saturating_sub(1).min(s.len() - 1)]
+}
+
+/// The 25th, 50th and 75th percentiles ([`percentile`]'s rule).
+pub fn quartiles(v: &[f64]) -> (f64, f64, f64) {
+    (
+        percentile(v, 25.0),
+        percentile(v, 50.0),
+        percentile(v, 75.0),
+    )
+}
+
+/// The arithmetic mean.
+pub fn mean(v: &[f64]) -> f64 {
+    let s = sorted(v);
+    if s.is_empty() {
+        f64::NAN
+    } else {
+        s.iter().sum::<f64>() / s.len() as f64
+    }
+}
+
+/// Jain's fairness index `(Σx)² / (n Σx²)`: 1 when all are equal, 1/n
+/// when one takes everything; 1 for an all-zero sample.
+pub fn jain(x: &[f64]) -> f64 {
+    let s: f64 = x.iter().sum();
+    let q: f64 = x.iter().map(|v| v * v).sum();
+    if q == 0.0 {
+        1.0
+    } else {
+        s * s / (x.len() as f64 * q)
+    }
+}
+
+fn sorted(v: &[f64]) -> Vec<f64> {
+    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    s.sort_by(f64::total_cmp);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert!(median(&[]).is_nan());
+        assert_eq!(median(&[5.0]), 5.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[1.0, f64::NAN, 3.0]), 2.0);
+    }
+
+    #[test]
+    fn percentiles() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 50.0), 50.0);
+        assert_eq!(percentile(&v, 99.0), 99.0);
+        assert_eq!(percentile(&v, 99.9), 100.0);
+        assert_eq!(percentile(&v, 0.0), 1.0);
+        assert_eq!(quartiles(&v), (25.0, 50.0, 75.0));
+        assert!(percentile(&[], 50.0).is_nan());
+    }
+
+    #[test]
+    fn fairness() {
+        assert_eq!(jain(&[0.0, 0.0]), 1.0);
+        assert!((jain(&[1.0, 0.0]) - 0.5).abs() < 1e-12);
+        assert!((jain(&[2.0, 2.0, 2.0, 2.0]) - 1.0).abs() < 1e-12);
+        assert_eq!(mean(&[1.0, 2.0, 3.0]), 2.0);
+    }
+}
