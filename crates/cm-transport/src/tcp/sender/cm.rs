@@ -1,0 +1,81 @@
+//! The TCP/CM interaction (cm-implementation-linux §3.2; sigcomm1999
+//! §3.2.1): grants become segments, one request stays outstanding while
+//! there is data to send, and the CM's byte counters.
+
+use cm_core::{Bytes, Instant};
+
+use super::{Phase, TcpSender};
+use crate::CmCall;
+use crate::segment::TcpSegment;
+use crate::tcp::cm_account::CmAccount;
+
+impl TcpSender {
+    /// TCP/CM: bytes notified to the CM and bytes reported to it so far
+    /// (equal once the transfer is complete).
+    pub fn cm_bytes(&self) -> Option<(Bytes, Bytes)> {
+        self.cm
+            .as_ref()
+            .map(|c| (Bytes(c.notified_total()), Bytes(c.reported_total())))
+    }
+
+    /// The next call to forward to the CM for this flow (TCP/CM only;
+    /// NewReno mode never yields one).
+    pub fn poll_cm(&mut self) -> Option<CmCall> {
+        self.cm.as_mut().and_then(CmAccount::poll)
+    }
+
+    /// TCP/CM `cmapp_send` (cm-implementation-linux §3.2): the CM granted
+    /// `bytes`. Sends a pending retransmission first, else up to one MSS of
+    /// data the receiver window allows, else nothing. With SACK, in loss
+    /// recovery the segment is RFC 6675's NextSeg (lost holes first, then
+    /// new data, then rules 3 and 4); the CM's window plays cwnd - pipe. Queues the matching
+    /// [`CmCall::Notify`] (0 declines) and, if more is ready, the next
+    /// [`CmCall::Request`] on [`TcpSender::poll_cm`]: the driver must not
+    /// call `notify` itself. NewReno mode ignores grants.
+    pub fn on_grant(&mut self, now: Instant, bytes: Bytes) -> Option<TcpSegment> {
+        self.cm.as_mut()?.request_outstanding = false;
+        let limit = bytes.get().min(self.mss);
+        let seg = if self.phase == Phase::Established && limit > 0 {
+            if self.sack_recovering() {
+                self.rexmit_segment(now, limit).or_else(|| {
+                    let gaps = self.gaps();
+                    self.sack_segment(now, limit, &gaps)
+                })
+            } else {
+                self.rexmit_segment(now, limit)
+                    .or_else(|| self.data_segment(now, limit, None))
+            }
+        } else {
+            None
+        };
+        if let Some(cm) = self.cm.as_mut() {
+            cm.notify(seg.map_or(0, |s| u64::from(s.len)));
+        }
+        self.maybe_request();
+        seg
+    }
+
+    /// TCP/CM request discipline: exactly one request outstanding while
+    /// there is a retransmission or window-permitted data to send
+    /// (sigcomm1999 §3.2.1).
+    pub(super) fn maybe_request(&mut self) {
+        if self.phase != Phase::Established {
+            return;
+        }
+        if self.cm.is_none() {
+            return;
+        }
+        let rexmit = self
+            .rexmit
+            .is_some_and(|s| s >= self.snd_una && s < self.snd_max);
+        let ready = rexmit
+            || if self.sack_recovering() {
+                self.next_seg(self.mss, &self.gaps()).is_some()
+            } else {
+                self.next_len(self.mss).is_some()
+            };
+        if let (true, Some(cm)) = (ready, self.cm.as_mut()) {
+            cm.request();
+        }
+    }
+}
