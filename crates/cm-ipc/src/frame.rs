@@ -1,7 +1,7 @@
 //! Frames: a header and a batch of messages (see the crate docs for the
 //! layout).
 
-use crate::codec::{DecodeError, Reader};
+use crate::field::{DecodeError, Reader};
 use crate::msg::Message;
 use crate::{MAGIC, MAX_FRAME, MAX_MESSAGES, VERSION};
 

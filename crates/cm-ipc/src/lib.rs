@@ -84,13 +84,13 @@
 //! ```
 #![warn(missing_docs)]
 
-mod codec;
+mod field;
 mod frame;
 mod msg;
 pub mod shm;
 pub mod stat;
 
-pub use codec::DecodeError;
+pub use field::DecodeError;
 pub use frame::{Frame, decode_frame, decode_frame_each, decode_frame_into};
 pub use msg::Message;
 pub use msg::{ErrorCode, Estimate, FlowStat, MacroflowStat, ToClient, ToDaemon};
