@@ -1,6 +1,6 @@
 //! Typed errors: bad input is an error value, never a panic.
 
-use crate::flow::{ClientId, FlowId, MacroflowId};
+use crate::id::{ClientId, FlowId, MacroflowId};
 use crate::time::Duration;
 use crate::units::Bytes;
 

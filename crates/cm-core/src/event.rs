@@ -1,6 +1,7 @@
 //! Outputs of the core, polled by the driver (`poll_event`).
 
-use crate::flow::{ClientId, FlowId, PathEstimate};
+use crate::flow::PathEstimate;
+use crate::id::{ClientId, FlowId};
 use crate::units::Bytes;
 
 /// Something the driver must act on.

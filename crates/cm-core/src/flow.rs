@@ -1,72 +1,16 @@
-//! Flows, their ids, and the small value types of the API.
+//! Flows and the small value types of the API (their ids are in [`crate::id`]).
 //!
 //! A flow is one CM client's stream to one destination (sigcomm1999 §3,
 //! `cm_open`). Address types come from `core::net`, which holds only plain
 //! address values (no sockets), so the core stays sans-IO.
 
-use core::fmt;
 use core::net::{IpAddr, SocketAddr};
 use std::collections::VecDeque;
 
 use crate::error::Error;
-use crate::slab::Key;
+use crate::id::{ClientId, MacroflowId};
 use crate::time::{Duration, Instant};
 use crate::units::{Bytes, Rate};
-
-macro_rules! id_type {
-    ($(#[$m:meta])* $name:ident, $prefix:literal) => {
-        $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $name(u64);
-
-        impl $name {
-            /// Build from a slot index and generation.
-            pub const fn from_raw(index: u32, generation: u32) -> Self {
-                $name(((generation as u64) << 32) | index as u64)
-            }
-            /// The id as one integer (for wire formats and the C ABI).
-            pub const fn to_u64(self) -> u64 {
-                self.0
-            }
-            /// The id from [`Self::to_u64`].
-            pub const fn from_u64(v: u64) -> Self {
-                $name(v)
-            }
-            /// The slot index.
-            pub const fn index(self) -> u32 {
-                self.0 as u32
-            }
-            pub(crate) fn key(self) -> Key {
-                Key { index: self.0 as u32, generation: (self.0 >> 32) as u32 }
-            }
-            pub(crate) fn from_key(k: Key) -> Self {
-                Self::from_raw(k.index, k.generation)
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, concat!($prefix, "{}.{}"), self.0 as u32, self.0 >> 32)
-            }
-        }
-    };
-}
-
-id_type!(
-    /// A flow handle (`cm_flowid` in the papers).
-    FlowId,
-    "f"
-);
-id_type!(
-    /// A macroflow handle: flows sharing one congestion state.
-    MacroflowId,
-    "m"
-);
-id_type!(
-    /// A CM client: one application (process or connection to the daemon).
-    ClientId,
-    "c"
-);
 
 /// Which flows share congestion state by default: the destination host
 /// (cm-implementation-linux §2) within a partition the driver chooses
@@ -123,7 +67,7 @@ pub enum LossMode {
 /// Arguments of `update` (`cm_update(flow, nsent, nrecd, lossmode, rtt)`).
 ///
 /// RFC 3124 orders these as (nrecd, nlost) while the papers use
-/// (nsent, nrecd); we name the fields and use the papers' meaning:
+/// (nsent, nrecd); the fields are named with the papers' meaning:
 /// `nsent` bytes left the network (were resolved), `nrecd` of them arrived,
 /// so `nsent - nrecd` were lost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -33,6 +33,7 @@ pub mod controller;
 mod error;
 mod event;
 mod flow;
+mod id;
 pub mod idhash;
 mod macroflow;
 mod manager;
@@ -47,9 +48,9 @@ pub use config::{Aging, Config};
 pub use error::{ConfigError, Error};
 pub use event::Event;
 pub use flow::{
-    ClientId, Feedback, FlowCounters, FlowId, LossMode, MacroflowId, MacroflowKey, OpenParams,
-    PathEstimate, Thresholds,
+    Feedback, FlowCounters, LossMode, MacroflowKey, OpenParams, PathEstimate, Thresholds,
 };
+pub use id::{ClientId, FlowId, MacroflowId};
 pub use manager::{CongestionManager, FlowInfo, MacroflowInfo};
 pub use time::{Duration, Instant};
 pub use units::{Bytes, Rate};

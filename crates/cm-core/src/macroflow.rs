@@ -4,7 +4,8 @@
 use std::collections::VecDeque;
 
 use crate::controller::{AnyController, Controller};
-use crate::flow::{FlowId, MacroflowKey};
+use crate::flow::MacroflowKey;
+use crate::id::FlowId;
 use crate::rtt::RttEstimator;
 use crate::scheduler::AnyScheduler;
 use crate::shaper::Shaper;

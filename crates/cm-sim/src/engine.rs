@@ -1,216 +1,22 @@
-//! The simulator: virtual time, event dispatch, link transmission and
-//! forwarding, host callbacks with lazily re-armed timers.
+//! The simulation loop: event dispatch, host callbacks with lazily re-armed
+//! timers, and read-only views of links and flows. Link transmission and
+//! forwarding are in [`crate::network`], which hosts reach through
+//! [`Ctx`].
 
 use std::any::Any;
-use std::collections::BTreeMap;
 
 use cm_core::{Duration, Instant};
 
 use crate::error::{SendError, TopologyError};
-use crate::event::{Ev, EventQueue};
+use crate::event::Ev;
 use crate::host::{Ctx, Host};
-use crate::link::{LinkState, LinkStats};
-use crate::packet::{FlowTag, LinkId, NodeId, Packet, Payload};
+use crate::link::LinkStats;
+use crate::network::Network;
+use crate::packet::{FlowTag, LinkId, NodeId, Payload};
 use crate::rng::SimRng;
 use crate::stats::FlowStats;
-use crate::topology::{NodeKind, Routes, Topology};
-use crate::trace::{DropKind, TraceKind, TraceMode, TraceRecord};
-
-/// Trace destination plus a fast "is it on" flag.
-#[derive(Default)]
-pub(crate) struct Tracer {
-    on: bool,
-    mode: TraceMode,
-    records: Vec<TraceRecord>,
-}
-
-impl Tracer {
-    #[inline]
-    fn emit<P: Payload>(
-        &mut self,
-        now: Instant,
-        kind: TraceKind,
-        node: NodeId,
-        link: Option<LinkId>,
-        pkt: &Packet<P>,
-    ) {
-        if !self.on {
-            return;
-        }
-        let r = TraceRecord {
-            time: now,
-            kind,
-            node,
-            link,
-            packet: pkt.id,
-            flow: pkt.flow,
-            src: pkt.src,
-            dst: pkt.dst,
-            size: pkt.wire_len(),
-        };
-        match &mut self.mode {
-            TraceMode::Off => {}
-            TraceMode::Collect => self.records.push(r),
-            TraceMode::Sink(f) => f(&r),
-        }
-    }
-}
-
-/// Everything but the hosts, so a host can hold `&mut Core` through [`Ctx`].
-pub(crate) struct Core<P> {
-    pub(crate) now: Instant,
-    pub(crate) events: EventQueue,
-    pub(crate) rng: SimRng,
-    pub(crate) links: Vec<LinkState<P>>,
-    pub(crate) routes: Routes,
-    pub(crate) kinds: Vec<NodeKind>,
-    next_packet_id: u64,
-    flows: BTreeMap<FlowTag, FlowStats>,
-    tracer: Tracer,
-}
-
-impl<P: Payload> Core<P> {
-    pub(crate) fn send(
-        &mut self,
-        src: NodeId,
-        dst: NodeId,
-        flow: FlowTag,
-        payload: P,
-    ) -> Result<u64, SendError> {
-        match self.kinds.get(dst.index()) {
-            None => return Err(SendError::UnknownNode(dst)),
-            Some(NodeKind::Router) => return Err(SendError::NotAHost(dst)),
-            Some(NodeKind::Host) => {}
-        }
-        if src == dst {
-            return Err(SendError::SelfAddressed(src));
-        }
-        let link = self
-            .routes
-            .next_hop(src, dst)
-            .ok_or(SendError::Unroutable { from: src, to: dst })?;
-        let id = self.next_packet_id;
-        self.next_packet_id += 1;
-        let pkt = Packet {
-            id,
-            src,
-            dst,
-            flow,
-            sent_at: self.now,
-            payload,
-        };
-        let fs = self.flows.entry(flow).or_default();
-        fs.sent_packets += 1;
-        fs.sent_bytes += u64::from(pkt.wire_len());
-        fs.first_sent.get_or_insert(self.now);
-        self.tracer.emit(self.now, TraceKind::Send, src, None, &pkt);
-        self.enqueue(link, pkt);
-        Ok(id)
-    }
-
-    /// Offers `pkt` to link `l`: transmit now if idle, else queue or drop.
-    fn enqueue(&mut self, l: LinkId, pkt: Packet<P>) {
-        let now = self.now;
-        let link = &mut self.links[l.index()];
-        let len = pkt.wire_len();
-        if link.tx.is_none() {
-            // Invariant: an idle link has an empty queue (tx_done refills tx).
-            link.stats.enqueued += 1;
-            self.tracer
-                .emit(now, TraceKind::Enqueue, link.from, Some(l), &pkt);
-            self.tracer
-                .emit(now, TraceKind::TxStart, link.from, Some(l), &pkt);
-            let ser = link.cfg.serialization(len);
-            link.stats.busy_us += ser.as_micros();
-            link.tx = Some(pkt);
-            self.events.push(now + ser, Ev::TxDone(l.0));
-        } else if link.fits(len) {
-            link.stats.enqueued += 1;
-            self.tracer
-                .emit(now, TraceKind::Enqueue, link.from, Some(l), &pkt);
-            link.account(now);
-            link.push(pkt);
-        } else {
-            link.stats.dropped_overflow += 1;
-            link.stats.dropped_overflow_bytes += u64::from(len);
-            self.tracer.emit(
-                now,
-                TraceKind::Drop(DropKind::Overflow),
-                link.from,
-                Some(l),
-                &pkt,
-            );
-            let fs = self.flows.entry(pkt.flow).or_default();
-            fs.dropped_overflow += 1;
-            *fs.dropped_at.entry(l).or_default() += 1;
-        }
-    }
-
-    /// Link `l` finished serializing: apply random loss, put the packet on
-    /// the wire, start the next one.
-    fn tx_done(&mut self, l: u32) {
-        let now = self.now;
-        let id = LinkId(l);
-        let link = &mut self.links[l as usize];
-        let Some(pkt) = link.tx.take() else {
-            return;
-        };
-        link.stats.sent_packets += 1;
-        link.stats.sent_bytes += u64::from(pkt.wire_len());
-        // Draw only on lossy links, so loss-free links leave the RNG stream alone.
-        if link.cfg.loss > 0.0 && self.rng.bernoulli(link.cfg.loss) {
-            link.stats.dropped_random += 1;
-            self.tracer.emit(
-                now,
-                TraceKind::Drop(DropKind::Random),
-                link.from,
-                Some(id),
-                &pkt,
-            );
-            let fs = self.flows.entry(pkt.flow).or_default();
-            fs.dropped_random += 1;
-            *fs.dropped_at.entry(id).or_default() += 1;
-        } else {
-            link.wire.push_back(pkt);
-            self.events.push(now + link.cfg.delay, Ev::Arrive(l));
-        }
-        link.account(now);
-        if let Some(next) = link.pop() {
-            let ser = link.cfg.serialization(next.wire_len());
-            link.stats.busy_us += ser.as_micros();
-            self.tracer
-                .emit(now, TraceKind::TxStart, link.from, Some(id), &next);
-            link.tx = Some(next);
-            self.events.push(now + ser, Ev::TxDone(l));
-        }
-    }
-
-    /// The head of link `l`'s wire arrives: forward it, or return it for
-    /// delivery to its destination host.
-    fn arrive(&mut self, l: u32) -> Option<(NodeId, Packet<P>)> {
-        let now = self.now;
-        let link = &mut self.links[l as usize];
-        let pkt = link.wire.pop_front()?;
-        let node = link.to;
-        if pkt.dst == node {
-            let fs = self.flows.entry(pkt.flow).or_default();
-            fs.delivered_packets += 1;
-            fs.delivered_bytes += u64::from(pkt.wire_len());
-            fs.delay_sum_us += u128::from((now - pkt.sent_at).as_micros());
-            fs.last_delivered = Some(now);
-            self.tracer
-                .emit(now, TraceKind::Deliver, node, Some(LinkId(l)), &pkt);
-            return Some((node, pkt));
-        }
-        // Routes never lead through hosts, so `node` is a router here; a
-        // missing next hop cannot happen for host destinations (checked at
-        // build time), and the packet is discarded if it did.
-        if let Some(next) = self.routes.next_hop(node, pkt.dst) {
-            self.enqueue(next, pkt);
-        }
-        None
-    }
-}
+use crate::topology::Topology;
+use crate::trace::{TraceMode, TraceRecord};
 
 /// Per-host timer bookkeeping.
 #[derive(Clone, Copy, Debug, Default)]
@@ -221,7 +27,7 @@ struct TimerSlot {
 
 /// A deterministic discrete-event network simulation over payload type `P`.
 pub struct Sim<P: Payload> {
-    core: Core<P>,
+    core: Network<P>,
     hosts: Vec<Option<Box<dyn Host<P>>>>,
     timers: Vec<TimerSlot>,
     events_processed: u64,
@@ -231,25 +37,10 @@ impl<P: Payload> Sim<P> {
     /// A simulation of `topology` at time zero, with the RNG seeded by `seed`.
     /// Fails if some host cannot reach another.
     pub fn new(topology: Topology, seed: u64) -> Result<Self, TopologyError> {
-        let routes = topology.routes()?;
-        let links = topology
-            .links
-            .iter()
-            .map(|s| LinkState::new(s.from, s.to, s.config))
-            .collect();
-        let n = topology.nodes.len();
+        let core = Network::new(topology, seed)?;
+        let n = core.kinds.len();
         Ok(Sim {
-            core: Core {
-                now: Instant::ZERO,
-                events: EventQueue::default(),
-                rng: SimRng::seed_from_u64(seed),
-                links,
-                routes,
-                kinds: topology.nodes,
-                next_packet_id: 0,
-                flows: BTreeMap::new(),
-                tracer: Tracer::default(),
-            },
+            core,
             hosts: (0..n).map(|_| None).collect(),
             timers: vec![TimerSlot::default(); n],
             events_processed: 0,
@@ -272,11 +63,7 @@ impl<P: Payload> Sim<P> {
         node: NodeId,
         host: Box<dyn Host<P>>,
     ) -> Result<(), TopologyError> {
-        match self.core.kinds.get(node.index()) {
-            None => return Err(TopologyError::UnknownNode(node)),
-            Some(NodeKind::Router) => return Err(TopologyError::NotAHost(node)),
-            Some(NodeKind::Host) => {}
-        }
+        self.core.require_host(node)?;
         let slot = &mut self.hosts[node.index()];
         if slot.is_some() {
             return Err(TopologyError::HostAlreadyAttached(node));
@@ -289,13 +76,12 @@ impl<P: Payload> Sim<P> {
     /// Sets where trace records go (replacing any previous mode; records
     /// already collected are kept until [`take_trace`](Sim::take_trace)).
     pub fn set_trace(&mut self, mode: TraceMode) {
-        self.core.tracer.on = !matches!(mode, TraceMode::Off);
-        self.core.tracer.mode = mode;
+        self.core.tracer.set_mode(mode);
     }
 
     /// Takes the records collected under [`TraceMode::Collect`].
     pub fn take_trace(&mut self) -> Vec<TraceRecord> {
-        std::mem::take(&mut self.core.tracer.records)
+        self.core.tracer.take()
     }
 
     /// Sends a packet from host `src` at the current time, as if `src` had
@@ -307,11 +93,8 @@ impl<P: Payload> Sim<P> {
         flow: FlowTag,
         payload: P,
     ) -> Result<u64, SendError> {
-        match self.core.kinds.get(src.index()) {
-            None => Err(SendError::UnknownNode(src)),
-            Some(NodeKind::Router) => Err(SendError::NotAHost(src)),
-            Some(NodeKind::Host) => self.core.send(src, dst, flow, payload),
-        }
+        self.core.require_host(src)?;
+        self.core.send(src, dst, flow, payload)
     }
 
     /// Processes the earliest pending event; `false` if there was none.

@@ -64,3 +64,31 @@ pub enum SendError {
     #[error("host {0} sent a packet to itself")]
     SelfAddressed(NodeId),
 }
+
+/// A node that must be a host is not: the shared check behind
+/// [`SendError`] and [`TopologyError`]'s `UnknownNode` and `NotAHost`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NotAHost {
+    /// Not a node of the topology.
+    Unknown(NodeId),
+    /// A router.
+    Router(NodeId),
+}
+
+impl From<NotAHost> for SendError {
+    fn from(e: NotAHost) -> Self {
+        match e {
+            NotAHost::Unknown(n) => SendError::UnknownNode(n),
+            NotAHost::Router(n) => SendError::NotAHost(n),
+        }
+    }
+}
+
+impl From<NotAHost> for TopologyError {
+    fn from(e: NotAHost) -> Self {
+        match e {
+            NotAHost::Unknown(n) => TopologyError::UnknownNode(n),
+            NotAHost::Router(n) => TopologyError::NotAHost(n),
+        }
+    }
+}

@@ -4,8 +4,8 @@ use std::any::Any;
 
 use cm_core::Instant;
 
-use crate::engine::Core;
 use crate::error::SendError;
+use crate::network::Network;
 use crate::packet::{FlowTag, NodeId, Packet, Payload};
 use crate::rng::SimRng;
 
@@ -33,7 +33,7 @@ pub trait Host<P: Payload> {
 
 /// What a host may do during a callback.
 pub struct Ctx<'a, P: Payload> {
-    pub(crate) core: &'a mut Core<P>,
+    pub(crate) core: &'a mut Network<P>,
     pub(crate) node: NodeId,
 }
 

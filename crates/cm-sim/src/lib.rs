@@ -48,6 +48,7 @@ mod error;
 mod event;
 mod host;
 mod link;
+mod network;
 mod packet;
 mod rng;
 mod stats;

@@ -5,9 +5,8 @@ use crate::config::Aging;
 use crate::controller::{AckEvent, AgingEvent, CongestionEvent, CongestionKind, Controller};
 use crate::error::Error;
 use crate::event::Event;
-use crate::flow::{
-    Feedback, Flow, FlowId, LossMode, MacroflowId, PathEstimate, Subscription, Thresholds,
-};
+use crate::flow::{Feedback, Flow, LossMode, PathEstimate, Subscription, Thresholds};
+use crate::id::{FlowId, MacroflowId};
 use crate::macroflow::{AgingState, Macroflow};
 use crate::manager::CongestionManager;
 use crate::manager::send::MAX_BYTES;

@@ -2,9 +2,8 @@
 
 use crate::controller::Controller;
 use crate::error::Error;
-use crate::flow::{
-    ClientId, FlowCounters, FlowId, MacroflowId, MacroflowKey, OpenParams, PathEstimate,
-};
+use crate::flow::{FlowCounters, MacroflowKey, OpenParams, PathEstimate};
+use crate::id::{ClientId, FlowId, MacroflowId};
 use crate::manager::CongestionManager;
 use crate::manager::feedback::estimate;
 use crate::scheduler::Scheduler;

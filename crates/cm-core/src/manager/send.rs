@@ -4,7 +4,8 @@
 use crate::controller::{Controller, IdleEvent, SentEvent};
 use crate::error::Error;
 use crate::event::Event;
-use crate::flow::{FlowId, GrantRec, MacroflowId};
+use crate::flow::GrantRec;
+use crate::id::{FlowId, MacroflowId};
 use crate::macroflow::Expiry;
 use crate::manager::CongestionManager;
 use crate::scheduler::{Entry, Scheduler};

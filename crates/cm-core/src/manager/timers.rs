@@ -6,7 +6,7 @@
 use core::cmp::Ordering;
 
 use crate::event::Event;
-use crate::flow::{ClientId, MacroflowId};
+use crate::id::{ClientId, MacroflowId};
 use crate::manager::CongestionManager;
 use crate::scheduler::Scheduler;
 use crate::time::Instant;

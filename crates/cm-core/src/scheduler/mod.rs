@@ -12,7 +12,7 @@ mod weighted;
 pub use round_robin::RoundRobin;
 pub use weighted::Weighted;
 
-use crate::flow::FlowId;
+use crate::id::FlowId;
 use crate::units::Bytes;
 
 /// One backlogged flow in a scheduler queue: the flow and the scheduling
@@ -116,7 +116,7 @@ impl Scheduler for AnyScheduler {
 #[cfg(test)]
 pub(crate) mod test_util {
     use super::*;
-    use crate::flow::FlowId;
+    use crate::id::FlowId;
 
     /// Run `grants` grants over always-backlogged flows with `weights`,
     /// returning how many each got.

@@ -48,7 +48,7 @@ impl Scheduler for RoundRobin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::FlowId;
+    use crate::id::FlowId;
     use crate::scheduler::test_util::shares;
 
     #[test]

@@ -103,11 +103,11 @@ mod tests {
     fn large_grant_is_repaid_later() {
         let mut s = Weighted::default();
         let a = Entry {
-            flow: crate::flow::FlowId::from_raw(0, 0),
+            flow: crate::id::FlowId::from_raw(0, 0),
             epoch: 0,
         };
         let b = Entry {
-            flow: crate::flow::FlowId::from_raw(1, 0),
+            flow: crate::id::FlowId::from_raw(1, 0),
             epoch: 0,
         };
         s.push(a);
