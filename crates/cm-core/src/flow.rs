@@ -162,7 +162,7 @@ impl Thresholds {
 
 /// What the CM knows about a flow's path (`cm_query`). Every field is
 /// `None` until there is an estimate: "no estimate yet" is not zero (the
-/// RFC 3124 unsigned-return defect, DESIGN.md).
+/// RFC 3124 `cm_query` returns unsigned values and cannot say so).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PathEstimate {
     /// The flow's share of the macroflow's rate.

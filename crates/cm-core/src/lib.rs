@@ -11,6 +11,53 @@
 //! [`Event`]s. The same code runs under the simulator, in the daemon and in
 //! tests.
 //!
+//! ## Where it sits
+//!
+//! ```text
+//! cm-core  <-  cm-transport, cm-sim  <-  cm-ipc, the daemon, libcm  <-  cm (CLI)
+//! ```
+//!
+//! This crate is the bottom layer and depends on no other crate of the
+//! project. Transports (`cm-transport`) and the simulator (`cm-sim`) drive
+//! it; the control protocol (`cm-ipc`), the daemon and the client library
+//! (`libcm`) carry its calls between processes; the `cm` command line sits
+//! on top of all of them.
+//!
+//! ## One round trip
+//!
+//! A client opens a flow, asks to send, is granted one MTU, says what it
+//! sent, reports the receiver's feedback one RTT later, and asks what the
+//! CM now knows about the path:
+//!
+//! ```
+//! use cm_core::{Config, CongestionManager, Duration, Event, Feedback, Instant, OpenParams};
+//!
+//! let mut cm = CongestionManager::new(Config::default())?;
+//! let t0 = Instant::ZERO;
+//! let client = cm.register_client(t0)?;
+//! // cm_open
+//! let flow = cm.open(t0, client, OpenParams::to("192.0.2.1:80".parse()?))?;
+//! // Nothing is known about the path yet: "no estimate" is None, not 0.
+//! assert_eq!(cm.query(flow)?.srtt, None);
+//! // cm_request, then cmapp_send arrives as a grant event.
+//! cm.request(t0, flow)?;
+//! let Some(Event::Grant { flow: granted, bytes }) = cm.poll_event() else {
+//!     panic!("a fresh flow is granted at once");
+//! };
+//! assert_eq!((granted, bytes), (flow, cm.mtu(flow)?));
+//! // cm_notify: the application sent what it was granted.
+//! cm.notify(t0, flow, bytes)?;
+//! // cm_update: 40 ms later the receiver reports every byte arrived.
+//! let t1 = t0 + Duration::from_millis(40);
+//! cm.update(t1, flow, Feedback::acked(bytes.get(), Duration::from_millis(40)))?;
+//! // cm_query: the path now has an RTT estimate.
+//! assert_eq!(cm.query(flow)?.srtt, Some(Duration::from_millis(40)));
+//! cm.close(t1, flow)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## The calls by their papers' names
+//!
 //! | paper / RFC 3124 | here |
 //! |---|---|
 //! | `cm_open(src, dst)` | [`CongestionManager::open`] |
@@ -25,7 +72,6 @@
 //! | `cm_getmacroflow`, `cm_setmacroflow` | [`CongestionManager::macroflow_of`], [`CongestionManager::set_macroflow`] |
 //! | `cm_close(id)` | [`CongestionManager::close`] |
 //!
-//! See [`CongestionManager`] for an example.
 #![warn(missing_docs)]
 
 pub mod config;

@@ -18,7 +18,7 @@ pub struct RttEstimator {
     samples: u64,
 }
 
-/// Clock granularity G of RFC 6298 §2.4: our clock ticks in microseconds.
+/// Clock granularity G of RFC 6298 §2.4: the core's clock ticks in microseconds.
 const GRANULARITY: Duration = Duration::from_micros(1);
 
 impl RttEstimator {

@@ -81,7 +81,7 @@ impl<T> Slab<T> {
         }
         let v = slot.value.take()?;
         // A retired generation is never reused: wrap-around would take 2^32
-        // reuses of one slot; we then simply leak the slot.
+        // reuses of one slot; the slot is then leaked.
         slot.generation = slot.generation.wrapping_add(1);
         if slot.generation != 0 {
             self.free.push(key.index);

@@ -1,6 +1,6 @@
 //! Time as integer microseconds, passed in by the driver.
 //!
-//! The core never reads a clock (DESIGN.md "sans-IO"): every entry point takes
+//! The core never reads a clock (it is sans-IO): every entry point takes
 //! `now: Instant`. An [`Instant`] is microseconds since an epoch the driver
 //! chooses (process start for the daemon, zero for the simulator).
 

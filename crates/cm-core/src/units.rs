@@ -1,6 +1,7 @@
 //! Units as types: byte counts and rates.
 //!
-//! Internally rates are bytes per second (DESIGN.md "Units are types"); the
+//! Byte counts and rates are distinct types, so a rate cannot be passed where
+//! a count is expected. Internally rates are bytes per second; the
 //! RFC 3124 `cmapp_update` rate is bits per second, see [`Rate::bits_per_sec`].
 
 use core::fmt;

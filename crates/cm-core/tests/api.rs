@@ -115,7 +115,7 @@ fn a_new_flow_inherits_what_its_siblings_learned() {
 
 #[test]
 fn query_distinguishes_no_estimate_from_zero() {
-    // DESIGN.md: RFC 3124's unsigned cm_query cannot say "no estimate".
+    // RFC 3124's unsigned cm_query cannot say "no estimate"; the core can.
     let (mut cm, c) = setup();
     let f = cm.open(at(0), c, addr(1, 1)).unwrap();
     let q = cm.query(f).unwrap();
@@ -529,8 +529,8 @@ fn empty_macroflows_linger_then_are_collected() {
     );
 }
 
-/// Regression: a macroflow that never got an RTT sample used to age into an
-/// unpaced open loop, so request → grant → request granted without end at
+/// A macroflow that never got an RTT sample must not age into an unpaced
+/// open loop, where request → grant → request is granted without end at
 /// one instant. Open loop must be paced (sigcomm1999 §4.4): window over the
 /// initial RTO (RFC 6298 §2.1) when there is no srtt.
 #[test]

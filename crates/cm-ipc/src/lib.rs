@@ -3,7 +3,35 @@
 //! What a CM client (libcm) and the CM daemon (`cmd`) say to each other over
 //! the daemon's control socket: the papers' API calls as messages
 //! (cm-implementation-linux §2.1, §5 "bulk" calls), in a small versioned
-//! binary encoding. This crate does no I/O; it only encodes and decodes.
+//! binary encoding. This crate opens no socket: it encodes and decodes,
+//! and maps the shared-memory rings with their `eventfd` doorbells
+//! ([`shm`]).
+//!
+//! ## Where it sits
+//!
+//! ```text
+//! cm-core  <-  cm-transport, cm-sim  <-  cm-ipc, the daemon, libcm  <-  cm (CLI)
+//! ```
+//!
+//! Messages carry `cm-core`'s values ([`cm_core::LossMode`], rates, RTTs,
+//! flow ids as integers). The daemon decodes [`ToDaemon`] and answers with
+//! [`ToClient`]; libcm does the reverse. Layout: [`ToDaemon`], [`ToClient`]
+//! and their values in `msg`, each message's tag and body layout in
+//! `msg/codec.rs`, the bounds-checked field reader in `field.rs`, the frame
+//! header and batching in `frame.rs`.
+//!
+//! ## One message, encoded and decoded
+//!
+//! ```
+//! use cm_ipc::{Frame, ToDaemon, decode_frame};
+//!
+//! let msg = ToDaemon::Notify { flow: 7, nsent: 1460 };
+//! let mut frame = Frame::new();
+//! frame.push(&msg);
+//! let bytes = frame.finish();
+//! assert_eq!(decode_frame::<ToDaemon>(&bytes)?, vec![msg]);
+//! # Ok::<(), cm_ipc::DecodeError>(())
+//! ```
 //!
 //! ## Transport
 //!
@@ -70,8 +98,8 @@
 //! ## Signed estimates
 //!
 //! Rates, RTTs and loss are encoded as signed values where negative means
-//! "no estimate yet" (the RFC 3124 `cm_query` defect, fixed as DESIGN.md
-//! asks).
+//! "no estimate yet" (RFC 3124's `cm_query` returns unsigned values and
+//! cannot say so).
 //!
 //! ```
 //! use cm_ipc::{Frame, ToDaemon};

@@ -1,4 +1,4 @@
-//! A deterministic discrete-event network simulator.
+//! # cm-sim: a deterministic discrete-event network simulator
 //!
 //! Integer-microsecond virtual time ([`cm_core::Instant`]), an event heap
 //! ordered by (time, insertion sequence), a seeded xoshiro256** RNG owned by
@@ -6,6 +6,24 @@
 //! random loss, static shortest-path routing, and user-supplied [`Host`]s
 //! generic over the packet [`Payload`]. The dumbbell of sigcomm1999 Fig 7 is
 //! built by [`dumbbell`].
+//!
+//! ## Where it sits
+//!
+//! ```text
+//! cm-core  <-  cm-transport, cm-sim  <-  cm-ipc, the daemon, libcm  <-  cm (CLI)
+//! ```
+//!
+//! The simulator knows nothing of congestion control: it moves packets of
+//! any [`Payload`] between [`Host`]s. It depends on `cm-core` only for
+//! time. The experiments (`cm-experiments`) supply the hosts that run the
+//! CM core and the `cm-transport` state machines, so the simulated code is
+//! the code that ships.
+//!
+//! ## Layout
+//!
+//! [`Sim`] (the event loop and its read-only views) drives the network
+//! (links, queues, routes, event queue, RNG, per-flow counters and the
+//! trace) and calls each host through a [`Ctx`] that borrows the network.
 //!
 //! ```
 //! use cm_core::{Duration, Instant, Rate};

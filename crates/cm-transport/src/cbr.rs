@@ -174,7 +174,7 @@ impl CbrSink {
             }
             _ => {
                 let from = self.highest.map_or(0, |h| h + 1);
-                // Bound the gap we remember so a corrupt seq cannot exhaust memory.
+                // Bound the remembered gap so a corrupt seq cannot exhaust memory.
                 for s in from.max(p.seq.saturating_sub(1 << 16))..p.seq {
                     self.missing.insert(s);
                 }

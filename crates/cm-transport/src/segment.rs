@@ -5,7 +5,7 @@ use crate::wire::{DecodeError, Reader, VERSION, zeros};
 /// Bytes of IPv4 + TCP header counted on the wire for every segment.
 pub const TCP_IP_HEADER: u32 = 40;
 
-/// Bytes of our fixed encoded header (version, flags, ports, seq, ack, wnd,
+/// Bytes of the fixed encoded header (version, flags, ports, seq, ack, wnd,
 /// len, ts_val, ts_ecr). A segment without SACK blocks encodes to exactly
 /// this plus its payload; one with `n` blocks adds
 /// [`TcpSegment::sack_option_len`] = 1 + 16 n bytes (at most
@@ -22,7 +22,7 @@ pub const TCP_IP_HEADER: u32 = 40;
 pub const TCP_ENCODED_HEADER: usize = 1 + 1 + 2 + 2 + 8 + 8 + 4 + 4 + 8 + 8;
 
 /// Most SACK blocks in one segment. RFC 2018 §3: with the timestamp option
-/// (which every one of our segments carries) at most 3 blocks fit in TCP's
+/// (which every segment here carries) at most 3 blocks fit in TCP's
 /// 40 bytes of option space.
 pub const MAX_SACK_BLOCKS: usize = 3;
 

@@ -1,5 +1,5 @@
 //! Weighted scheduling, HRR-like (sigcomm1999 §4.6 uses Hierarchical Round
-//! Robin with preconfigured weights). We use deficit round robin
+//! Robin with preconfigured weights). This is deficit round robin
 //! (Shreedhar & Varghese, SIGCOMM 1995): each visit adds `weight * MTU` bytes
 //! of credit and the flow is served while its credit is positive, so over
 //! any long run a backlogged flow's bytes are proportional to its weight,

@@ -5,9 +5,9 @@
 //! request, notify and update cost the core ~0.2 µs. So once a client is
 //! connected, the frames of this protocol stop travelling through the
 //! control socket and travel through two single-producer single-consumer
-//! byte rings in a memory region both processes map (DESIGN.md "The
-//! daemon": "grants, notifications and updates are batched and/or carried
-//! in shared memory"). The socket stays: it identifies the peer
+//! byte rings in a memory region both processes map, so grants,
+//! notifications and updates cost no system call while both sides are
+//! awake. The socket stays: it identifies the peer
 //! (`SO_PEERCRED`), carries the handshake and the region's descriptors
 //! (`SCM_RIGHTS`), and its hang-up is how the daemon learns a client died.
 //!

@@ -195,7 +195,7 @@ impl Region {
         self.tx.take_wake(&self.tx_view)
     }
 
-    /// The outgoing ring was full: ask the peer to ring our doorbell when it
+    /// The outgoing ring was full: ask the peer to ring this side's doorbell when it
     /// frees space. Returns whether `len` bytes fit after all (retry now).
     pub fn want_space(&self, len: usize) -> Result<bool, RingError> {
         self.tx.want_space(&self.tx_view, len)
@@ -211,16 +211,16 @@ impl Region {
         self.rx.pending(&self.rx_view)
     }
 
-    /// About to sleep on our doorbell: ask the peer to ring it for its next
+    /// About to sleep on this side's doorbell: ask the peer to ring it for its next
     /// frame. Returns whether nothing waits (sleeping is safe); if
     /// something does, consume it instead (and [`Region::disarm`]).
     pub fn arm(&self) -> bool {
         self.rx.arm(&self.rx_view)
     }
 
-    /// [`Region::arm`], also returning whether a request of ours was still
+    /// [`Region::arm`], also returning whether this side's request was still
     /// standing: after an earlier arm, `false` means the peer took it and
-    /// its ring of our doorbell came or is coming (so a consumer can count
+    /// its ring of this side's doorbell came or is coming (so a consumer can count
     /// the rings it is owed).
     pub fn arm_counted(&self) -> (bool, bool) {
         self.rx.arm_swap(&self.rx_view)
@@ -231,14 +231,14 @@ impl Region {
         self.rx.disarm(&self.rx_view)
     }
 
-    /// Whether our doorbell request still stands (false: the peer took it
+    /// Whether this side's doorbell request still stands (false: the peer took it
     /// and rang, or is ringing).
     pub fn armed(&self) -> bool {
         self.rx.armed(&self.rx_view)
     }
 
-    /// After consuming: whether the peer waits for space in the ring we
-    /// consume (the request is taken: ring its doorbell).
+    /// After consuming: whether the peer waits for space in the ring this side
+    /// consumes (the request is taken: ring its doorbell).
     pub fn take_peer_space(&self) -> bool {
         self.rx.take_space_wanted(&self.rx_view)
     }

@@ -3,7 +3,7 @@
 //!
 //! Every access to shared memory is an atomic access to an aligned u64 or
 //! u32, so the peer writing the same bytes at the same time is a race on
-//! values, never undefined behaviour: a hostile peer can make us read
+//! values, never undefined behaviour: a hostile peer can make this side read
 //! garbage, which the checks here turn into [`RingError::Corrupt`], and
 //! nothing else. Each side keeps its own position in its own memory and only
 //! publishes copies.
@@ -172,7 +172,7 @@ impl Producer {
         r.need_wake().load(SeqCst) != 0 && r.need_wake().swap(0, SeqCst) != 0
     }
 
-    /// The ring was full: ask the consumer to ring us when it frees space.
+    /// The ring was full: ask the consumer to ring the producer's doorbell when it frees space.
     /// Returns whether there is room for `len` bytes after all (then no
     /// doorbell will come; retry at once).
     pub(crate) fn want_space(&self, r: &RingView, len: usize) -> Result<bool, RingError> {
@@ -236,7 +236,7 @@ impl Consumer {
             at += 8;
         }
         self.pos += skipped + need;
-        // Frees the space (SeqCst includes release: our reads came first).
+        // Frees the space (SeqCst includes release: this side's reads came first).
         r.head().store(self.pos, SeqCst);
         Ok(true)
     }
@@ -246,7 +246,7 @@ impl Consumer {
         r.tail().load(SeqCst) != self.pos
     }
 
-    /// About to sleep: ask the producer to ring our doorbell for the next
+    /// About to sleep: ask the producer to ring the consumer's doorbell for the next
     /// frame. Returns whether the ring is still empty (safe to sleep).
     pub(crate) fn arm(&self, r: &RingView) -> bool {
         r.need_wake().store(1, SeqCst);
@@ -266,7 +266,7 @@ impl Consumer {
         r.need_wake().store(0, SeqCst);
     }
 
-    /// Whether our doorbell request is still standing (false once the
+    /// Whether the consumer's doorbell request is still standing (false once the
     /// producer took it, i.e. rang or is about to ring).
     pub(crate) fn armed(&self, r: &RingView) -> bool {
         r.need_wake().load(SeqCst) != 0

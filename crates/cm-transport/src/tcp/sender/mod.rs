@@ -104,7 +104,7 @@ pub struct TcpSender {
     /// A hole to retransmit (fast retransmit or partial ACK).
     rexmit: Option<u64>,
     ledger: Ledger,
-    /// SACK negotiated (RFC 2018 §2): we asked on the SYN and the SYN-ACK
+    /// SACK negotiated (RFC 2018 §2): the SYN asked for it and the SYN-ACK
     /// agreed.
     sack: bool,
     /// RFC 6675 scoreboard (SACK only).

@@ -264,7 +264,7 @@ impl TcpSender {
     /// recovery until RecoveryPoint (= HighData, set by the caller) is
     /// acknowledged. RFC 2018 §5 would discard the SACK information in case
     /// the receiver reneged; RFC 6675 §5.1 (and RFC 2018 erratum 1610) allow
-    /// keeping it, and our receiver never discards out-of-order data.
+    /// keeping it, and [`TcpReceiver`](crate::TcpReceiver) never discards out-of-order data.
     pub(super) fn sack_timeout(&mut self) {
         self.rto_recovery = self.snd_una < self.snd_max;
         self.high_rxt = self.snd_una;
