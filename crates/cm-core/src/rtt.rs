@@ -9,7 +9,7 @@
 use crate::time::Duration;
 
 /// Smoothed RTT, RTT variation and minimum RTT of a macroflow.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct RttEstimator {
     srtt: Option<Duration>,
     rttvar: Duration,

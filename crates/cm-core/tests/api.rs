@@ -30,9 +30,25 @@ fn addr(host: u8, port: u16) -> OpenParams {
 }
 
 fn setup() -> (CongestionManager, ClientId) {
-    let mut cm = CongestionManager::new(cfg()).unwrap();
+    setup_with(cfg())
+}
+
+/// A manager with `config` and one client registered at time zero.
+fn setup_with(config: Config) -> (CongestionManager, ClientId) {
+    let mut cm = CongestionManager::new(config).unwrap();
     let c = cm.register_client(Instant::ZERO).unwrap();
     (cm, c)
+}
+
+/// [`cfg`] with an initial window of one MTU: one grant fills the window.
+fn one_mtu_window() -> Config {
+    Config {
+        controller: cm_core::controller::ControllerConfig::Aimd(cm_core::controller::AimdConfig {
+            initial_window: Some(Bytes(MTU)),
+            ..Default::default()
+        }),
+        ..cfg()
+    }
 }
 
 fn grants(cm: &mut CongestionManager) -> Vec<(FlowId, Bytes)> {
@@ -166,15 +182,7 @@ fn window_limits_grants_and_feedback_releases_more() {
 #[test]
 fn notify_zero_declines_a_grant_so_another_flow_can_send() {
     // cm-implementation-linux §2.1.3: cm_notify(dst, 0) lets other flows send.
-    let mut cm = CongestionManager::new(Config {
-        controller: cm_core::controller::ControllerConfig::Aimd(cm_core::controller::AimdConfig {
-            initial_window: Some(Bytes(MTU)),
-            ..Default::default()
-        }),
-        ..cfg()
-    })
-    .unwrap();
-    let c = cm.register_client(at(0)).unwrap();
+    let (mut cm, c) = setup_with(one_mtu_window());
     let a = cm.open(at(0), c, addr(1, 1)).unwrap();
     let b = cm.open(at(0), c, addr(1, 2)).unwrap();
     cm.request(at(0), a).unwrap();
@@ -187,15 +195,7 @@ fn notify_zero_declines_a_grant_so_another_flow_can_send() {
 #[test]
 fn an_unused_grant_expires_and_unwedges_the_macroflow() {
     // RFC 3124 §3: a client that never notifies must not wedge its macroflow.
-    let mut cm = CongestionManager::new(Config {
-        controller: cm_core::controller::ControllerConfig::Aimd(cm_core::controller::AimdConfig {
-            initial_window: Some(Bytes(MTU)),
-            ..Default::default()
-        }),
-        ..cfg()
-    })
-    .unwrap();
-    let c = cm.register_client(at(0)).unwrap();
+    let (mut cm, c) = setup_with(one_mtu_window());
     let lazy = cm.open(at(0), c, addr(1, 1)).unwrap();
     let good = cm.open(at(0), c, addr(1, 2)).unwrap();
     cm.request(at(0), lazy).unwrap();
@@ -406,13 +406,11 @@ fn a_vanished_clients_flows_are_reclaimed_and_others_keep_going() {
 /// Drive an open-loop sender that gets no feedback after `silent_from`;
 /// returns the bytes granted during the silence.
 fn open_loop_bytes(aging: Aging, srtt_inflated: bool) -> u64 {
-    let mut cm = CongestionManager::new(Config {
+    let (mut cm, c) = setup_with(Config {
         aging,
         client_timeout: None,
         ..cfg()
-    })
-    .unwrap();
-    let c = cm.register_client(at(0)).unwrap();
+    });
     let f = cm.open(at(0), c, addr(1, 1)).unwrap();
     let mut now = at(0);
     // Establish min RTT 20 ms; then (optionally) queueing inflates srtt to 200 ms.
@@ -502,12 +500,10 @@ fn shaper_paces_grants_at_about_window_over_srtt() {
 
 #[test]
 fn empty_macroflows_linger_then_are_collected() {
-    let mut cm = CongestionManager::new(Config {
+    let (mut cm, c) = setup_with(Config {
         macroflow_linger: Duration::from_secs(1),
         ..cfg()
-    })
-    .unwrap();
-    let c = cm.register_client(at(0)).unwrap();
+    });
     let f = cm.open(at(0), c, addr(1, 1)).unwrap();
     round_trip(&mut cm, at(0), f, ms(10));
     let mf = cm.macroflow_of(f).unwrap();

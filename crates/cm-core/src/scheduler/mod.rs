@@ -80,36 +80,30 @@ pub enum AnyScheduler {
     Weighted(Weighted),
 }
 
+macro_rules! dispatch {
+    ($self:ident, $s:ident => $e:expr) => {
+        match $self {
+            AnyScheduler::RoundRobin($s) => $e,
+            AnyScheduler::Weighted($s) => $e,
+        }
+    };
+}
+
 impl Scheduler for AnyScheduler {
     fn name(&self) -> &'static str {
-        match self {
-            AnyScheduler::RoundRobin(s) => s.name(),
-            AnyScheduler::Weighted(s) => s.name(),
-        }
+        dispatch!(self, s => s.name())
     }
     fn push(&mut self, entry: Entry) {
-        match self {
-            AnyScheduler::RoundRobin(s) => s.push(entry),
-            AnyScheduler::Weighted(s) => s.push(entry),
-        }
+        dispatch!(self, s => s.push(entry))
     }
     fn select(&mut self, mtu: Bytes, live: impl FnMut(Entry) -> Option<u32>) -> Option<Entry> {
-        match self {
-            AnyScheduler::RoundRobin(s) => s.select(mtu, live),
-            AnyScheduler::Weighted(s) => s.select(mtu, live),
-        }
+        dispatch!(self, s => s.select(mtu, live))
     }
     fn served(&mut self, entry: Entry, bytes: Bytes, backlogged: bool) {
-        match self {
-            AnyScheduler::RoundRobin(s) => s.served(entry, bytes, backlogged),
-            AnyScheduler::Weighted(s) => s.served(entry, bytes, backlogged),
-        }
+        dispatch!(self, s => s.served(entry, bytes, backlogged))
     }
     fn len(&self) -> usize {
-        match self {
-            AnyScheduler::RoundRobin(s) => s.len(),
-            AnyScheduler::Weighted(s) => s.len(),
-        }
+        dispatch!(self, s => s.len())
     }
 }
 

@@ -1,4 +1,6 @@
-//! The retransmission timer's RTT estimator (RFC 6298).
+//! The retransmission timer (RFC 6298): the SRTT and RTTVAR smoothing of
+//! [`cm_core::rtt::RttEstimator`] (RFC 6298 §2), with TCP's clock
+//! granularity, RTO bounds and exponential backoff on top.
 
 use cm_core::Duration;
 
@@ -8,8 +10,7 @@ const GRANULARITY: Duration = Duration::from_micros(1_000);
 /// SRTT, RTTVAR and the backed-off RTO.
 #[derive(Clone, Copy, Debug)]
 pub struct RttEstimator {
-    srtt: Option<Duration>,
-    rttvar: Duration,
+    smoothed: cm_core::rtt::RttEstimator,
     backoff: u32,
     min_rto: Duration,
     max_rto: Duration,
@@ -20,8 +21,7 @@ impl RttEstimator {
     /// No samples yet.
     pub fn new(min_rto: Duration, max_rto: Duration, initial_rto: Duration) -> Self {
         RttEstimator {
-            srtt: None,
-            rttvar: Duration::ZERO,
+            smoothed: cm_core::rtt::RttEstimator::new(),
             backoff: 0,
             min_rto,
             max_rto,
@@ -32,20 +32,7 @@ impl RttEstimator {
     /// Fold in a valid sample (RFC 6298 §2.2, §2.3). A valid sample also
     /// ends exponential backoff (Karn: keep the backed-off RTO until then).
     pub fn on_sample(&mut self, r: Duration) {
-        match self.srtt {
-            None => {
-                self.srtt = Some(r);
-                self.rttvar = Duration::from_micros(r.as_micros() / 2);
-            }
-            Some(s) => {
-                let diff = if s > r { s - r } else { r - s };
-                self.rttvar =
-                    Duration::from_micros((3 * self.rttvar.as_micros() + diff.as_micros()) / 4);
-                self.srtt = Some(Duration::from_micros(
-                    (7 * s.as_micros() + r.as_micros()) / 8,
-                ));
-            }
-        }
+        self.smoothed.on_sample(r);
         self.backoff = 0;
     }
 
@@ -56,9 +43,9 @@ impl RttEstimator {
 
     /// The current RTO: SRTT + max(G, 4*RTTVAR), clamped, then backed off.
     pub fn rto(&self) -> Duration {
-        let base = match self.srtt {
-            Some(s) => s + GRANULARITY.max(self.rttvar.saturating_mul(4)),
-            None => self.initial_rto,
+        let base = match (self.smoothed.srtt(), self.smoothed.rttvar()) {
+            (Some(s), Some(var)) => s + GRANULARITY.max(var.saturating_mul(4)),
+            _ => self.initial_rto,
         };
         let base = base.max(self.min_rto).min(self.max_rto);
         base.saturating_mul(1 << self.backoff).min(self.max_rto)
@@ -66,7 +53,7 @@ impl RttEstimator {
 
     /// Smoothed RTT.
     pub fn srtt(&self) -> Option<Duration> {
-        self.srtt
+        self.smoothed.srtt()
     }
 
     /// Number of doublings in effect.
