@@ -121,6 +121,7 @@ pub mod stat;
 pub use field::DecodeError;
 pub use frame::{Frame, decode_frame, decode_frame_each, decode_frame_into};
 pub use msg::Message;
+pub use msg::examples;
 pub use msg::{ErrorCode, Estimate, FlowStat, MacroflowStat, ToClient, ToDaemon};
 
 /// Where the daemon listens unless told otherwise: `$CM_SOCKET`, else

@@ -447,169 +447,36 @@ impl Message for ToClient {
 
 #[cfg(test)]
 mod tests {
-    use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+    use core::fmt::Debug;
 
-    use cm_core::LossMode;
-
-    use crate::msg::{ErrorCode, Estimate, FlowStat, MacroflowStat, ToClient, ToDaemon};
+    use super::Message;
+    use crate::msg::examples;
     use crate::{Frame, decode_frame};
 
-    fn v4(port: u16) -> SocketAddr {
-        SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)), port)
-    }
-
-    fn v6(port: u16) -> SocketAddr {
-        SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), port)
-    }
-
-    fn round_trip<M: super::Message + Clone + PartialEq + core::fmt::Debug>(msgs: &[M]) {
+    /// The messages survive a frame alone and all batched in one.
+    fn round_trip<M: Message + PartialEq + Debug>(msgs: &[M]) {
+        for m in msgs {
+            let mut f = Frame::new();
+            f.push(m);
+            assert_eq!(
+                decode_frame::<M>(&f.finish()).unwrap(),
+                std::slice::from_ref(m)
+            );
+        }
         let mut f = Frame::new();
         for m in msgs {
             f.push(m);
         }
-        let bytes = f.finish();
-        assert_eq!(decode_frame::<M>(&bytes).unwrap(), msgs);
+        assert_eq!(decode_frame::<M>(&f.finish()).unwrap(), msgs);
     }
 
     #[test]
     fn every_call_round_trips() {
-        round_trip(&[
-            ToDaemon::Hello { version: 1 },
-            ToDaemon::Open {
-                seq: 1,
-                src: None,
-                dst: v4(80),
-            },
-            ToDaemon::Open {
-                seq: 2,
-                src: Some(v6(9)),
-                dst: v6(443),
-            },
-            ToDaemon::Close { flow: 3 },
-            ToDaemon::Request { flow: 3, k: 4 },
-            ToDaemon::Notify {
-                flow: 3,
-                nsent: 1460,
-            },
-            ToDaemon::Update {
-                flow: 3,
-                nsent: 2920,
-                nrecd: 1460,
-                loss: LossMode::Transient,
-                rtt_us: Some(40_000),
-            },
-            ToDaemon::Update {
-                flow: 3,
-                nsent: 0,
-                nrecd: 0,
-                loss: LossMode::NotCongestion,
-                rtt_us: None,
-            },
-            ToDaemon::Query { seq: 5, flow: 3 },
-            ToDaemon::Mtu { seq: 6, flow: 3 },
-            ToDaemon::RateUpdates { flow: 3, on: true },
-            ToDaemon::Thresh {
-                flow: 3,
-                rate_down: 2.0,
-                rate_up: 1.5,
-                rtt_down: 1.0,
-                rtt_up: 4.0,
-            },
-            ToDaemon::GetMacroflow { seq: 7, flow: 3 },
-            ToDaemon::SetMacroflow {
-                seq: 8,
-                flow: 3,
-                target: Some(9),
-            },
-            ToDaemon::SetMacroflow {
-                seq: 9,
-                flow: 3,
-                target: None,
-            },
-            ToDaemon::SetWeight { flow: 3, weight: 4 },
-            ToDaemon::Stat { seq: 10 },
-            ToDaemon::QueryHost {
-                seq: 11,
-                dst: IpAddr::V4(Ipv4Addr::LOCALHOST),
-            },
-            ToDaemon::Ping { seq: 12 },
-            ToDaemon::Attach { seq: 13 },
-            ToDaemon::SocketDoorbell { on: false },
-        ]);
+        round_trip(&examples::to_daemon());
     }
 
     #[test]
     fn every_answer_round_trips() {
-        let est = Estimate {
-            rate: 125_000,
-            srtt_us: 40_000,
-            rttvar_us: -1,
-            loss: 0.25,
-        };
-        round_trip(&[
-            ToClient::Welcome {
-                version: 1,
-                client: 2,
-                uid: 1000,
-                mtu: 1460,
-            },
-            ToClient::Grant {
-                flow: 3,
-                bytes: 1460,
-            },
-            ToClient::RateUpdate {
-                flow: 3,
-                estimate: est,
-            },
-            ToClient::GrantExpired {
-                flow: 3,
-                bytes: 1460,
-            },
-            ToClient::Opened { seq: 1, flow: 3 },
-            ToClient::Estimate {
-                seq: 5,
-                estimate: est,
-            },
-            ToClient::Mtu { seq: 6, mtu: 1460 },
-            ToClient::Macroflow { seq: 7, id: 9 },
-            ToClient::Error {
-                seq: 0,
-                flow: 3,
-                code: ErrorCode::UnknownFlow,
-            },
-            ToClient::StatMacroflow {
-                seq: 10,
-                stat: MacroflowStat {
-                    id: 9,
-                    dst: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
-                    uid: 1000,
-                    window: 14_600,
-                    estimate: est,
-                    in_flight: 2920,
-                    flows: 2,
-                },
-            },
-            ToClient::StatFlow {
-                seq: 10,
-                stat: FlowStat {
-                    id: 3,
-                    macroflow: 9,
-                    uid: 1000,
-                    pid: 42,
-                    dst: v6(443),
-                    share: 0.5,
-                    in_flight: 1460,
-                    sent: 10_000,
-                    lost: 1460,
-                    estimate: est,
-                },
-            },
-            ToClient::StatEnd { seq: 10 },
-            ToClient::Pong { seq: 12 },
-            ToClient::Attached {
-                seq: 13,
-                ring_bytes: 65_536,
-            },
-        ]);
+        round_trip(&examples::to_client());
     }
 }

@@ -10,6 +10,7 @@ use core::net::{IpAddr, SocketAddr};
 use cm_core::{Duration, LossMode, PathEstimate, Rate};
 
 mod codec;
+pub mod examples;
 
 pub use codec::Message;
 
