@@ -6,6 +6,18 @@
 //! only congestion control differs ([`CcMode`]). With [`TcpConfig::sack`]
 //! the receiver sends SACK blocks (RFC 2018) and the sender recovers with
 //! the RFC 6675 scoreboard instead of NewReno's one hole per round trip.
+//!
+//! Layout:
+//! - `sender/`: [`TcpSender`]: its state and what it sends (`mod.rs`), ACK
+//!   processing and NewReno recovery (`ack.rs`), SACK recovery (`sack.rs`),
+//!   the retransmission timeout (`timeout.rs`), grants and requests in
+//!   TCP/CM mode (`cm.rs`);
+//! - `newreno.rs`: the congestion window of NewReno mode;
+//! - `cm_account.rs`: TCP/CM's byte accounting towards the CM;
+//! - `scoreboard.rs`, `ranges.rs`: SACK state and the range set it uses;
+//! - `ledger.rs`: what was sent and not yet acknowledged (Karn, accounting);
+//! - `rtt.rs`: the retransmission timer's estimator;
+//! - `config.rs`, `receiver.rs`: configuration and [`TcpReceiver`].
 
 mod cm_account;
 mod config;
