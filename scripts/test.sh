@@ -13,6 +13,10 @@ if grep -rnE 'Instant::now|SystemTime|std::net|thread_rng' crates/cm-core/src; t
 fi
 echo ok
 
+step "layout: no file over 600 lines (800 in tests/), no import cycle between modules"
+python3 scripts/file-lengths.py
+python3 scripts/module-cycles.py
+
 step "rustfmt"
 cargo fmt --all -- --check
 
