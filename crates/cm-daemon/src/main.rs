@@ -56,10 +56,10 @@ struct Args {
 
 fn main() -> anyhow::Result<()> {
     let a = Args::parse();
-    cmd::log::set_quiet(a.quiet);
+    cm_daemon::log::set_quiet(a.quiet);
     let mut cfg = match &a.config {
-        Some(p) => cmd::DaemonConfig::from_file(p)?,
-        None => cmd::DaemonConfig::default(),
+        Some(p) => cm_daemon::DaemonConfig::from_file(p)?,
+        None => cm_daemon::DaemonConfig::default(),
     };
     if let Some(v) = a.initial_window {
         cfg.initial_window = v;
@@ -95,7 +95,7 @@ fn main() -> anyhow::Result<()> {
         .socket
         .or_else(|| cfg.socket.clone())
         .unwrap_or_else(cm_ipc::default_socket_path);
-    let mut d = cmd::Daemon::bind(cfg, &path).context("starting the daemon")?;
+    let mut d = cm_daemon::Daemon::bind(cfg, &path).context("starting the daemon")?;
     d.handle_signals()?;
     d.run()
 }

@@ -1,4 +1,4 @@
-//! # cmd: the Congestion Manager daemon
+//! # cm-daemon: the Congestion Manager daemon (the `cmd` command)
 //!
 //! One host-wide [`cm_core::CongestionManager`] behind a Unix
 //! `SOCK_SEQPACKET` control socket speaking the [`cm_ipc`] protocol.
@@ -26,8 +26,8 @@
 //! daemon instead of waking it on another.
 //!
 //! ```no_run
-//! let cfg = cmd::DaemonConfig::default();
-//! let mut d = cmd::Daemon::bind(cfg, "/tmp/cm.sock".as_ref()).unwrap();
+//! let cfg = cm_daemon::DaemonConfig::default();
+//! let mut d = cm_daemon::Daemon::bind(cfg, "/tmp/cm.sock".as_ref()).unwrap();
 //! d.handle_signals().unwrap();
 //! d.run().unwrap();
 //! ```

@@ -13,7 +13,7 @@ static N: AtomicU32 = AtomicU32::new(0);
 /// A running daemon, stopped (and its directory removed) when dropped.
 ///
 /// ```
-/// let d = cmd::TempDaemon::start().unwrap();
+/// let d = cm_daemon::TempDaemon::start().unwrap();
 /// assert!(d.socket().exists());
 /// ```
 pub struct TempDaemon {
