@@ -33,16 +33,17 @@
 //! ```
 #![warn(missing_docs)]
 
+mod client_rings;
 pub mod config;
+mod daemon;
+mod error;
 mod follow;
-mod handle;
-mod link;
 pub mod log;
-mod server;
 mod session;
 mod spin;
 mod temp;
 
 pub use config::DaemonConfig;
-pub use server::{Daemon, StopHandle};
+pub use daemon::{Daemon, StopHandle};
+pub use error::{ConfigError, DaemonError};
 pub use temp::TempDaemon;
