@@ -1,4 +1,4 @@
-//! The client's end of a shared-memory link to the daemon (cm_ipc::shm):
+//! The client's end of the shared-memory rings to the daemon (cm_ipc::shm):
 //! frames out through one ring, frames in through the other, the daemon
 //! rung only when it sleeps, and our doorbell left armed whenever we hand
 //! control back to the application, so the descriptor it polls becomes
@@ -16,8 +16,8 @@ use crate::error::CmError;
 /// declared stuck.
 const FULL_RING_PATIENCE: Duration = Duration::from_secs(10);
 
-/// An attached link.
-pub(crate) struct ClientLink {
+/// The client's end of attached rings.
+pub(crate) struct Rings {
     pub(crate) region: Region,
     bell_daemon: Doorbell,
     pub(crate) bell_me: Doorbell,
@@ -45,16 +45,16 @@ fn ring_err(e: RingError) -> CmError {
     CmError::Io(std::io::Error::other(e))
 }
 
-impl ClientLink {
-    /// The link from the descriptors that came with `Attached`: region,
+impl Rings {
+    /// The rings from the descriptors that came with `Attached`: region,
     /// daemon doorbell, our doorbell.
-    pub(crate) fn from_fds(fds: Vec<OwnedFd>) -> Result<ClientLink, CmError> {
+    pub(crate) fn from_fds(fds: Vec<OwnedFd>) -> Result<Rings, CmError> {
         let mut it = fds.into_iter();
         let (Some(region), Some(daemon), Some(me)) = (it.next(), it.next(), it.next()) else {
             return Err(CmError::Invalid("Attached without its three descriptors"));
         };
         let region = Region::open(region, Side::Client).map_err(ring_err)?;
-        Ok(ClientLink {
+        Ok(Rings {
             region,
             bell_daemon: Doorbell::from_fd(daemon),
             bell_me: Doorbell::from_fd(me),
@@ -93,7 +93,7 @@ impl ClientLink {
     /// Take every frame the daemon published, passing each to `frame`, and
     /// leave the ring armed (empty, doorbell requested). Returns how many.
     /// The doorbell is not silenced here (that is a system call): only
-    /// before a sleep, by [`ClientLink::prepare_poll`].
+    /// before a sleep, by [`Rings::prepare_poll`].
     pub(crate) fn drain(
         &mut self,
         mut frame: impl FnMut(&[u8]) -> Result<(), CmError>,
@@ -149,7 +149,7 @@ impl ClientLink {
 
     /// We are about to wait for the daemon by polling and yielding our CPU
     /// (`DaemonConn::spin_for_answer`): say which CPU, so a daemon that
-    /// follows its clients (cmd's follow.rs) can run here and take the CPU
+    /// follows its clients (cm-daemon's `follow.rs`) can run here and take the CPU
     /// we yield. vDSO getcpu, no system call.
     pub(crate) fn waiting_here(&mut self) {
         let cpu = u32::try_from(rustix::thread::sched_getcpu()).unwrap_or(u32::MAX - 1);
