@@ -140,7 +140,7 @@ impl Session {
     }
 
     /// Publish queued frames to the client's ring and ring its doorbell if
-    /// it sleeps. A full ring is `Blocked`: the client rings our doorbell
+    /// it sleeps. A full ring is `Blocked`: the client rings the daemon's doorbell
     /// when it has made room (`need_space`).
     fn flush_ring(&mut self) -> FlushResult {
         let Some(l) = &mut self.rings else {

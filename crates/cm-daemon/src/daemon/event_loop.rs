@@ -342,8 +342,8 @@ impl Daemon {
         };
         let _ = epoll::delete(&self.epoll, &s.fd);
         if let Some(l) = &s.rings {
-            // The client holds the same eventfd: it would stay in our epoll
-            // set after we close ours unless removed here.
+            // The client holds the same eventfd: it would stay in the loop's
+            // epoll set after the daemon closes its copy unless removed here.
             let _ = epoll::delete(&self.epoll, &l.bell_in);
         }
         let mut reclaimed = 0;

@@ -198,7 +198,7 @@ impl Daemon {
 
 /// The `cmd` binary as a separate process (`cmd --socket PATH`), killed on
 /// drop. Panics when the binary is not built in this profile directory:
-/// `cargo test --workspace` builds it (the `cmd` package's own tests need
+/// `cargo test --workspace` builds it (the `cm-daemon` package's own tests need
 /// it); alone, run `cargo build -p cm-daemon` first.
 pub struct DaemonProcess {
     pub path: PathBuf,

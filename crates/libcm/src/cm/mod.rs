@@ -155,7 +155,7 @@ impl Cm {
         }
     }
 
-    /// The uid the daemon identified us as (embedded: our own uid).
+    /// The uid the daemon identified this process as (embedded: its own uid).
     pub fn uid(&self) -> u32 {
         match &self.backend {
             Backend::Embedded(_) => rustix::process::getuid().as_raw(),

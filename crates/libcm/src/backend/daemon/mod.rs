@@ -87,9 +87,9 @@ pub(crate) struct DaemonConn {
     out: Frame,
     inbox: VecDeque<ToClient>,
     next_seq: u32,
-    /// Our client id at the daemon.
+    /// The client id the daemon gave this connection.
     pub(crate) client: u64,
-    /// Our uid as the daemon sees it.
+    /// This process's uid as the daemon sees it.
     pub(crate) uid: u32,
     rbuf: Vec<u8>,
     /// How long to poll for an expected answer before sleeping.
@@ -256,7 +256,7 @@ impl DaemonConn {
     }
 
     /// The descriptor the application polls: the control socket, or with
-    /// rings our doorbell and the socket in one epoll set.
+    /// rings the client's doorbell and the socket in one epoll set.
     pub(crate) fn fd(&mut self) -> Result<BorrowedFd<'_>, CmError> {
         match &mut self.rings {
             Some(l) => l.poll_set(self.fd.as_fd()),
@@ -428,7 +428,7 @@ impl DaemonConn {
         });
         if self.rings.is_some() {
             // Sleep only if nothing came meanwhile; then silence and arm
-            // the doorbell we sleep on.
+            // the doorbell the client sleeps on.
             self.drain_ring()?;
             if !self.inbox.is_empty() {
                 return Ok(());
@@ -436,7 +436,7 @@ impl DaemonConn {
             self.prepare_poll()?;
         }
         // The socket (its hang-up, SIGIO nudges or, without rings, every
-        // frame) and, with rings, our doorbell.
+        // frame) and, with rings, the client's doorbell.
         let sock = PollFd::new(&self.fd, PollFlags::IN);
         let mut fds = [sock.clone(), sock];
         let n = match &self.rings {
