@@ -9,14 +9,14 @@
 //! ## Where it sits
 //!
 //! ```text
-//! applications (cm, cm-ttcp, yours)      C programs (cm.h)
-//!            |                                  |
-//!            |                  cm-ffi: libcm.so / libcm.a wrap libcm
-//!            v                                  v
-//! libcm: Cm ─┬─ embedded backend: cm-core in this process
-//!            └─ daemon backend: cm-ipc frames to cm-daemon (`cmd`),
-//!               which runs cm-core for the whole host
-//!            v
+//! applications (cm, cm-ttcp, yours)     C programs (cm.h)
+//!            |                                 |
+//!            |                 cm-ffi: libcm.so / libcm.a wrap libcm
+//!            v                                 v
+//! libcm: Cm ─┬─ embedded backend ─────────────────> cm-core, in this process
+//!            └─ daemon backend ── cm-ipc frames ──> cm-daemon (`cmd`),
+//!                                                  which runs cm-core for the host
+//!
 //! cm-core: the sans-IO congestion manager (no clock, no sockets)
 //! ```
 //!
@@ -59,9 +59,9 @@
 //!
 //! In daemon mode, [`Cm::next_timeout`] and [`Cm::wait`] first poll the
 //! control socket for up to [`Cm::set_spin`] (adaptive, at most 500 µs by
-//! default) when calls the
-//! daemon answers (requests, calls with a reply) were just sent, so a busy
-//! sender is not put to sleep and woken for each batch of grants.
+//! default) when calls the daemon answers (requests, calls with a reply)
+//! were just sent, so a busy sender is not put to sleep and woken for each
+//! batch of grants.
 //!
 //! ## Example
 //!
