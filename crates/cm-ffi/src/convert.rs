@@ -88,3 +88,17 @@ pub(crate) fn thresholds(rd: f64, ru: f64, td: f64, tu: f64) -> Result<Threshold
     t.validate().map_err(|_| EINVAL)?;
     Ok(t)
 }
+
+/// A socket path from C: NULL is the default path.
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string.
+pub(crate) unsafe fn socket_path(path: *const std::ffi::c_char) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    if path.is_null() {
+        return libcm::default_socket_path();
+    }
+    // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+    let s = unsafe { std::ffi::CStr::from_ptr(path) };
+    std::path::PathBuf::from(std::ffi::OsStr::from_bytes(s.to_bytes()))
+}

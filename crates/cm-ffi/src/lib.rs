@@ -9,6 +9,12 @@
 //! `include/cm.h` documents every call and every deviation from the papers;
 //! `tests/header.rs` fails when it drifts from the functions exported here.
 //!
+//! Layout: `implicit_ctx.rs` exports the `cm_*` calls on the per-process
+//! context, `explicit_ctx.rs` the `cm_ctx_*` calls on handles; both run
+//! the one body of each call in `calls.rs`, which checks and converts the
+//! C arguments (`convert.rs`, `addr.rs`) and applies them to a context
+//! (`ctx`: a [`libcm::Cm`] behind a mutex, and the C callbacks).
+//!
 //! Boundary rules: every entry point runs inside `catch_unwind` (a panic
 //! returns `-ENOTRECOVERABLE` instead of unwinding into C); every pointer
 //! is checked for NULL (`-EFAULT`); no lock is held while a C callback runs,
@@ -23,11 +29,12 @@
 #![allow(non_camel_case_types)]
 
 mod addr;
+mod calls;
 mod convert;
 mod ctx;
-mod explicit;
+mod explicit_ctx;
 mod guard;
-mod paper;
+mod implicit_ctx;
 mod poll;
 
 use std::ffi::c_int;

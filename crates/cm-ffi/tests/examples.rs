@@ -122,7 +122,7 @@ fn examples_against_daemon() {
 }
 
 /// The same against the `cmd` binary in its own process (built by
-/// `cargo test --workspace`, or `cargo build -p cmd`).
+/// `cargo test --workspace`, or `cargo build -p cm-daemon`).
 #[test]
 fn examples_against_cmd_binary() {
     let daemon = DaemonProcess::start();

@@ -53,7 +53,7 @@ fn tcpcm_embedded_transfer_is_exact() {
 
 #[test]
 fn tcpcm_daemon_transfer_is_exact() {
-    let d = cmd::TempDaemon::start().unwrap();
+    let d = cm_daemon::TempDaemon::start().unwrap();
     let mut cm = Cm::connect(d.socket()).unwrap();
     let (dst, rx) = receiver(&Transport::TcpCm);
     let s = send(&SendSpec::new(dst, MB2, Transport::TcpCm), Some(&mut cm)).unwrap();

@@ -40,12 +40,12 @@ impl Drop for TempDir {
 /// The daemon on a thread; stopped (and its directory removed) on drop.
 struct TestDaemon {
     socket: String,
-    _d: cmd::TempDaemon,
+    _d: cm_daemon::TempDaemon,
 }
 
 impl TestDaemon {
     fn start() -> TestDaemon {
-        let d = cmd::TempDaemon::start().unwrap();
+        let d = cm_daemon::TempDaemon::start().unwrap();
         TestDaemon {
             socket: d.socket().to_str().unwrap().to_string(),
             _d: d,

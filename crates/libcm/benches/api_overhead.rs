@@ -655,7 +655,7 @@ fn main() {
     };
     let n: u64 = if quick { 20_000 } else { 100_000 };
     let reps = if quick { 7 } else { 5 };
-    let mut dcfg = cmd::DaemonConfig::default();
+    let mut dcfg = cm_daemon::DaemonConfig::default();
     if let Some(us) = std::env::var("CM_BENCH_SPIN_US")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -665,11 +665,11 @@ fn main() {
     if std::env::var_os("CM_BENCH_NO_FOLLOW").is_some() {
         dcfg.follow_client_cpu = false;
     }
-    let daemon = cmd::TempDaemon::with_config(dcfg).expect("daemon starts");
+    let daemon = cm_daemon::TempDaemon::with_config(dcfg).expect("daemon starts");
     let debug = std::env::var_os("CM_BENCH_DEBUG").is_some();
     if debug {
         // The daemon's own log (moves, starvation) beside the runs.
-        cmd::log::set_quiet(false);
+        cm_daemon::log::set_quiet(false);
     }
     watchdog(StdDuration::from_secs(10));
     pin_to(0);

@@ -33,7 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let _d;
     let cm_path = if daemon {
-        let d = cmd::TempDaemon::start()?;
+        let d = cm_daemon::TempDaemon::start()?;
         let p = d.socket().to_path_buf();
         _d = d;
         Some(p)

@@ -1,10 +1,28 @@
 //! # libcm: the Congestion Manager API for applications
 //!
 //! The papers' API (cm-implementation-linux §2.1, RFC 3124 §4) for a
-//! program, against either the host's CM daemon (`cmd`) or a CM embedded in
-//! the program. [`Cm::new`] uses the daemon when one listens at
-//! [`default_socket_path`] and embeds one otherwise; the calls and their
-//! meaning are the same in both modes.
+//! program, against either the host's CM daemon (`cmd`, crate cm-daemon)
+//! or a CM embedded in the program. [`Cm::new`] uses the daemon when one
+//! listens at [`default_socket_path`] and embeds one otherwise; the calls
+//! and their meaning are the same in both modes.
+//!
+//! ## Where it sits
+//!
+//! ```text
+//! applications (cm, cm-ttcp, yours)     C programs (cm.h)
+//!            |                                 |
+//!            |                 cm-ffi: libcm.so / libcm.a wrap libcm
+//!            v                                 v
+//! libcm: Cm ─┬─ embedded backend ─────────────────> cm-core, in this process
+//!            └─ daemon backend ── cm-ipc frames ──> cm-daemon (`cmd`),
+//!                                                  which runs cm-core for the host
+//!
+//! cm-core: the sans-IO congestion manager (no clock, no sockets)
+//! ```
+//!
+//! The handle's `impl` lives in `cm/`, one file per API group; the two
+//! backends in `backend/`; CC-UDP, a congestion-controlled datagram socket
+//! on top of the API, in [`ccudp`].
 //!
 //! | paper | libcm |
 //! |---|---|
@@ -41,247 +59,55 @@
 //!
 //! In daemon mode, [`Cm::next_timeout`] and [`Cm::wait`] first poll the
 //! control socket for up to [`Cm::set_spin`] (adaptive, at most 500 µs by
-//! default) when calls the
-//! daemon answers (requests, calls with a reply) were just sent, so a busy
-//! sender is not put to sleep and woken for each batch of grants.
+//! default) when calls the daemon answers (requests, calls with a reply)
+//! were just sent, so a busy sender is not put to sleep and woken for each
+//! batch of grants.
+//!
+//! ## Example
+//!
+//! Embedded mode, the papers' callback style: open a flow, ask to send,
+//! send from the grant callback and say so, report the receiver's
+//! feedback, and ask what the CM knows about the path.
 //!
 //! ```
-//! use libcm::{Cm, CmEvent};
-//! use cm_core::{Config, Feedback, Duration};
+//! use libcm::{Cm, Config, Duration, Feedback};
 //!
-//! let mut cm = Cm::embedded(Config::default()).unwrap();
-//! let flow = cm.open(None, "192.0.2.7:9000".parse().unwrap()).unwrap();
-//! cm.request(flow).unwrap();
-//! while let Some(ev) = cm.poll_event().unwrap() {
-//!     if let CmEvent::Send { flow, bytes } = ev {
-//!         // send up to `bytes` on the socket, then:
-//!         cm.notify(flow, bytes.get()).unwrap();
-//!     }
-//! }
-//! cm.update(flow, Feedback::acked(1460, Duration::from_millis(30))).unwrap();
-//! assert!(cm.query(flow).unwrap().srtt.is_some());
+//! let mut cm = Cm::embedded(Config::default())?;
+//! let flow = cm.open(None, "192.0.2.7:9000".parse()?)?;
+//! // cmapp_send: called for each grant during `dispatch`.
+//! cm.register_send(|cm, flow, bytes| {
+//!     // Send up to `bytes` on the application's socket here, then:
+//!     cm.notify(flow, bytes.get()).expect("notify");
+//! });
+//! cm.request(flow)?;
+//! assert_eq!(cm.dispatch()?, 1, "one grant, delivered to the callback");
+//! // The receiver acknowledged those bytes after 30 ms.
+//! cm.update(flow, Feedback::acked(1460, Duration::from_millis(30)))?;
+//! let estimate = cm.query(flow)?;
+//! assert_eq!(estimate.srtt, Some(Duration::from_millis(30)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![warn(missing_docs)]
 
-mod api;
 mod backend;
-mod buffered;
 pub mod ccudp;
-mod clock;
-mod dispatch;
+mod cm;
 mod error;
-mod stat;
+mod event;
+mod send_queue;
 #[cfg(feature = "tokio")]
 pub mod tokio_adapter;
 
-use std::collections::VecDeque;
-use std::path::Path;
-
-use cm_core::idhash::IdMap;
-
-pub use buffered::DEFAULT_QUEUE_BYTES;
+pub use backend::daemon::{IpcCounters, Transport};
 pub use ccudp::CcUdpSocket;
+pub use cm::stat::{FlowStat, MacroflowStat, Stat};
+pub use cm::{Cm, Mode, SendCallback, UpdateCallback};
 pub use cm_core::{
     Bytes, Config, Duration, Feedback, FlowId, LossMode, MacroflowId, PathEstimate, Rate,
     Thresholds,
 };
 pub use cm_ipc::ErrorCode;
-pub use error::CmError;
-pub use stat::{FlowStat, MacroflowStat, Stat};
-
-use backend::daemon::DaemonConn;
-pub use backend::daemon::Transport;
-use backend::embedded::Embedded;
-
-/// Something the application is told (the papers' callbacks).
-#[derive(Clone, Copy, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum CmEvent {
-    /// `cmapp_send`: the flow may send up to `bytes` now; answer with
-    /// [`Cm::notify`] (0 declines).
-    Send {
-        /// The flow.
-        flow: FlowId,
-        /// Bytes granted (one MTU, or up to k for a k-MTU request).
-        bytes: Bytes,
-    },
-    /// `cmapp_update`: the flow's rate or RTT crossed its thresholds.
-    Update {
-        /// The flow.
-        flow: FlowId,
-        /// The new estimate.
-        estimate: PathEstimate,
-    },
-    /// A grant was not answered in time and was withdrawn.
-    GrantExpired {
-        /// The flow.
-        flow: FlowId,
-        /// Bytes withdrawn.
-        bytes: Bytes,
-    },
-    /// The flow was closed by the CM.
-    FlowReclaimed {
-        /// The flow.
-        flow: FlowId,
-    },
-    /// The daemon refused an earlier fire-and-forget call on this flow.
-    Error {
-        /// The flow (or id 0).
-        flow: FlowId,
-        /// Why.
-        code: ErrorCode,
-    },
-}
-
-/// Traffic on the daemon connection (see [`Cm::ipc_counters`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct IpcCounters {
-    /// Frames sent to the daemon.
-    pub frames_out: u64,
-    /// Frames received from the daemon.
-    pub frames_in: u64,
-    /// Calls sent (messages in the frames out).
-    pub calls_out: u64,
-    /// Reads of the socket (or the ring) that found nothing.
-    pub empty_reads: u64,
-    /// Doorbells rung to wake the daemon (shared-memory rings only).
-    pub doorbells_out: u64,
-}
-
-/// Which CM a [`Cm`] talks to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// A CM inside this process.
-    Embedded,
-    /// The host's CM daemon.
-    Daemon,
-}
-
-/// `cmapp_send` as a Rust callback: the flow and the bytes granted.
-pub type SendCallback = Box<dyn FnMut(&mut Cm, FlowId, Bytes)>;
-/// `cmapp_update` as a Rust callback: the flow and its new estimate.
-pub type UpdateCallback = Box<dyn FnMut(&mut Cm, FlowId, PathEstimate)>;
-
-pub(crate) enum Backend {
-    Embedded(Box<Embedded>),
-    Daemon(Box<DaemonConn>),
-}
-
-/// A handle on the Congestion Manager: one per application (or thread).
-pub struct Cm {
-    pub(crate) backend: Backend,
-    pub(crate) events: VecDeque<CmEvent>,
-    pub(crate) on_send: Option<SendCallback>,
-    pub(crate) on_update: Option<UpdateCallback>,
-    pub(crate) buffered: IdMap<FlowId, buffered::SendQueue>,
-    /// Inside `dispatch`: calls made by callbacks are batched.
-    pub(crate) dispatching: bool,
-    pub(crate) autoflush: bool,
-    /// Calls gathered before a batch is sent (autoflush off).
-    pub(crate) batch_limit: usize,
-    pub(crate) mtus: IdMap<FlowId, u32>,
-}
-
-impl std::fmt::Debug for Cm {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cm")
-            .field("mode", &self.mode())
-            .field("events", &self.events.len())
-            .finish()
-    }
-}
-
 pub use cm_ipc::default_socket_path;
-
-impl Cm {
-    /// The daemon at [`default_socket_path`] if one is listening, else an
-    /// embedded CM with the default configuration.
-    pub fn new() -> Result<Cm, CmError> {
-        let path = default_socket_path();
-        if path.exists() {
-            match Cm::connect(&path) {
-                Ok(cm) => return Ok(cm),
-                Err(CmError::NoDaemon { .. }) => {} // stale socket file
-                Err(e) => return Err(e),
-            }
-        }
-        Cm::embedded(Config::default())
-    }
-
-    /// A CM inside this process.
-    pub fn embedded(cfg: Config) -> Result<Cm, CmError> {
-        Ok(Cm::with_backend(Backend::Embedded(Box::new(
-            Embedded::new(cfg)?,
-        ))))
-    }
-
-    /// The daemon listening at `path`, over shared-memory rings when the
-    /// daemon offers them (cm_ipc::shm), else over its control socket.
-    /// `CM_TRANSPORT=socket` in the environment keeps the frames on the
-    /// socket (for comparison and debugging).
-    pub fn connect(path: impl AsRef<Path>) -> Result<Cm, CmError> {
-        let t = match std::env::var("CM_TRANSPORT").as_deref() {
-            Ok("socket") => Transport::Socket,
-            _ => Transport::SharedMemory,
-        };
-        Cm::connect_with(path, t)
-    }
-
-    /// The daemon listening at `path`, with the frames carried as asked.
-    pub fn connect_with(path: impl AsRef<Path>, transport: Transport) -> Result<Cm, CmError> {
-        Ok(Cm::with_backend(Backend::Daemon(Box::new(
-            DaemonConn::connect(path.as_ref(), transport)?,
-        ))))
-    }
-
-    /// Daemon mode: how frames travel (shared memory unless the daemon
-    /// refused it or [`Transport::Socket`] was asked for). Embedded: `None`.
-    pub fn transport(&self) -> Option<Transport> {
-        match &self.backend {
-            Backend::Embedded(_) => None,
-            Backend::Daemon(d) => Some(d.transport()),
-        }
-    }
-
-    fn with_backend(backend: Backend) -> Cm {
-        Cm {
-            backend,
-            events: VecDeque::new(),
-            on_send: None,
-            on_update: None,
-            buffered: IdMap::default(),
-            dispatching: false,
-            autoflush: true,
-            batch_limit: 32,
-            mtus: IdMap::default(),
-        }
-    }
-
-    /// Which CM this handle talks to.
-    pub fn mode(&self) -> Mode {
-        match self.backend {
-            Backend::Embedded(_) => Mode::Embedded,
-            Backend::Daemon(_) => Mode::Daemon,
-        }
-    }
-
-    /// Daemon mode: how well calls are batched so far. Embedded: `None`.
-    pub fn ipc_counters(&self) -> Option<IpcCounters> {
-        match &self.backend {
-            Backend::Embedded(_) => None,
-            Backend::Daemon(d) => {
-                let mut c = d.counters;
-                c.doorbells_out = d.link.as_ref().map_or(0, |l| l.rang);
-                Some(c)
-            }
-        }
-    }
-
-    /// The uid the daemon identified us as (embedded: our own uid).
-    pub fn uid(&self) -> u32 {
-        match &self.backend {
-            Backend::Embedded(_) => rustix::process::getuid().as_raw(),
-            Backend::Daemon(d) => d.uid,
-        }
-    }
-}
+pub use error::CmError;
+pub use event::CmEvent;
+pub use send_queue::DEFAULT_QUEUE_BYTES;

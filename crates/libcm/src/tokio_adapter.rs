@@ -53,7 +53,7 @@ impl AsyncCm {
             self.cm.pollable_fd()?;
             let mut guard = self.fd.readable().await?;
             guard.clear_ready();
-            if let crate::Backend::Embedded(e) = &mut self.cm.backend {
+            if let crate::backend::Backend::Embedded(e) = &mut self.cm.backend {
                 e.ack_fd();
             }
         }

@@ -32,7 +32,7 @@ fn daemon_tid() -> Pid {
         let mut found = Vec::new();
         for e in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
             let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-            if comm.trim() == cmd::TempDaemon::THREAD_NAME {
+            if comm.trim() == cm_daemon::TempDaemon::THREAD_NAME {
                 found.push(e.file_name().to_string_lossy().parse::<i32>().unwrap());
             }
         }
@@ -109,7 +109,7 @@ fn the_daemon_follows_its_busy_clients_cpu_and_lets_go_when_quiet() {
     // Configured not to follow: a busy client pinned elsewhere moves
     // nothing.
     {
-        let d = TestDaemon::with_config(cmd::DaemonConfig {
+        let d = TestDaemon::with_config(cm_daemon::DaemonConfig {
             follow_client_cpu: false,
             ..Default::default()
         });
@@ -159,7 +159,7 @@ fn the_daemon_follows_its_busy_clients_cpu_and_lets_go_when_quiet() {
     // A busier client that never waits (so says no CPU) beside one that
     // polls for its answers: the daemon goes to the one that polls.
     sched_setaffinity(None, &mask).unwrap();
-    let d = TestDaemon::with_config(cmd::DaemonConfig {
+    let d = TestDaemon::with_config(cm_daemon::DaemonConfig {
         max_messages_per_sec: 100_000_000,
         ..Default::default()
     });

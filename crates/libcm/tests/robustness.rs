@@ -318,7 +318,7 @@ fn hostile_bytes_get_errors_and_everyone_else_is_served() {
 
 #[test]
 fn floods_are_rate_limited_per_client() {
-    let d = TestDaemon::with_config(cmd::DaemonConfig {
+    let d = TestDaemon::with_config(cm_daemon::DaemonConfig {
         max_messages_per_sec: 100,
         ..Default::default()
     });
@@ -353,7 +353,7 @@ fn floods_are_rate_limited_per_client() {
 
 #[test]
 fn per_client_flow_limit() {
-    let d = TestDaemon::with_config(cmd::DaemonConfig {
+    let d = TestDaemon::with_config(cm_daemon::DaemonConfig {
         max_flows_per_client: 3,
         ..Default::default()
     });
@@ -371,7 +371,7 @@ fn per_client_flow_limit() {
 /// costs the daemon a shared region); a closed one frees its place.
 #[test]
 fn per_user_client_limit() {
-    let d = TestDaemon::with_config(cmd::DaemonConfig {
+    let d = TestDaemon::with_config(cm_daemon::DaemonConfig {
         max_clients_per_user: 2,
         ..Default::default()
     });
@@ -397,12 +397,12 @@ fn per_user_client_limit() {
 #[test]
 fn stale_socket_is_replaced_but_a_live_one_is_not() {
     let d = TestDaemon::start();
-    let err = cmd::Daemon::bind(cmd::DaemonConfig::default(), &d.path);
+    let err = cm_daemon::Daemon::bind(cm_daemon::DaemonConfig::default(), &d.path);
     assert!(err.is_err(), "must refuse to steal a live daemon's socket");
     let stale = d.path.with_file_name("stale.sock");
     drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
     assert!(stale.exists());
-    let d2 = cmd::Daemon::bind(cmd::DaemonConfig::default(), &stale);
+    let d2 = cm_daemon::Daemon::bind(cm_daemon::DaemonConfig::default(), &stale);
     assert!(d2.is_ok(), "a stale socket file is replaced");
 }
 

@@ -22,7 +22,7 @@ fn dst() -> std::net::SocketAddr {
 #[test]
 fn a_blocked_client_always_gets_its_grant() {
     for (daemon_us, client_us) in [(0, 0), (0, 1), (0, 50), (50, 0), (50, 1), (50, 50)] {
-        let d = TestDaemon::with_config(cmd::DaemonConfig {
+        let d = TestDaemon::with_config(cm_daemon::DaemonConfig {
             spin_us: daemon_us,
             ..Default::default()
         });
@@ -134,7 +134,7 @@ fn an_idle_daemon_uses_no_cpu() {
     // A connected but quiet client too.
     let _quiet = d.client();
     std::thread::sleep(Duration::from_millis(300));
-    let name = cmd::TempDaemon::THREAD_NAME;
+    let name = cm_daemon::TempDaemon::THREAD_NAME;
     let before = thread_cpu(name).expect("the daemon thread");
     std::thread::sleep(Duration::from_secs(1));
     let used = thread_cpu(name).expect("the daemon thread") - before;

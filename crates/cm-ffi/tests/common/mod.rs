@@ -179,12 +179,12 @@ fn wait_limit(mut child: Child, limit: Duration) -> Output {
 /// temporary directory; stopped and removed on drop, whatever happened.
 pub struct Daemon {
     pub path: PathBuf,
-    _d: cmd::TempDaemon,
+    _d: cm_daemon::TempDaemon,
 }
 
 impl Daemon {
     pub fn start() -> Daemon {
-        let d = cmd::TempDaemon::start().expect("daemon starts");
+        let d = cm_daemon::TempDaemon::start().expect("daemon starts");
         Daemon {
             path: d.socket().to_path_buf(),
             _d: d,
@@ -198,8 +198,8 @@ impl Daemon {
 
 /// The `cmd` binary as a separate process (`cmd --socket PATH`), killed on
 /// drop. Panics when the binary is not built in this profile directory:
-/// `cargo test --workspace` builds it (the `cmd` package's own tests need
-/// it); alone, run `cargo build -p cmd` first.
+/// `cargo test --workspace` builds it (the `cm-daemon` package's own tests need
+/// it); alone, run `cargo build -p cm-daemon` first.
 pub struct DaemonProcess {
     pub path: PathBuf,
     child: Child,
@@ -211,7 +211,7 @@ impl DaemonProcess {
         let bin = profile_dir().join("cmd");
         assert!(
             bin.exists(),
-            "no cmd binary at {} (cargo build -p cmd, or test the workspace)",
+            "no cmd binary at {} (cargo build -p cm-daemon, or test the workspace)",
             bin.display()
         );
         let dir = TempDir::new("cmd");

@@ -1,5 +1,5 @@
 //! Embedded mode: the congestion manager runs inside this process, on the
-//! real clock, with no daemon (DESIGN.md "Embedded mode"). Calls are direct
+//! real clock (`cm-clock`), with no daemon. Calls are direct
 //! function calls into `cm-core`; the only system calls are for the
 //! optional pollable descriptor.
 
@@ -12,15 +12,13 @@ use rustix::time::{
     timerfd_settime,
 };
 
-use crate::CmEvent;
-use crate::clock::Clock;
 use crate::error::CmError;
+use crate::event::CmEvent;
 
 /// An in-process CM with one client (this program).
 pub(crate) struct Embedded {
     pub(crate) core: CongestionManager,
     pub(crate) client: ClientId,
-    pub(crate) clock: Clock,
     /// A timerfd that is readable when `dispatch` has work (created on the
     /// first request for a pollable descriptor).
     timer: Option<OwnedFd>,
@@ -34,31 +32,30 @@ impl Embedded {
         cfg.client_timeout = None;
         let mut core = CongestionManager::new(cfg)
             .map_err(|_| CmError::Invalid("invalid CM configuration"))?;
-        let clock = Clock::new();
-        let client = core.register_client(clock.now())?;
+        let client = core.register_client(cm_clock::now())?;
         Ok(Embedded {
             core,
             client,
-            clock,
             timer: None,
             armed: None,
         })
     }
 
+    /// Now, on the process's one real clock.
     pub(crate) fn now(&self) -> Instant {
-        self.clock.now()
+        cm_clock::now()
     }
 
     /// Service due timers and move the core's events to `out`.
     pub(crate) fn pump(&mut self, out: &mut VecDeque<CmEvent>) {
         if let Some(t) = self.core.poll_timeout() {
-            let now = self.clock.now();
+            let now = cm_clock::now();
             if t <= now {
                 self.core.handle_timeout(now);
             }
         }
         while let Some(ev) = self.core.poll_event() {
-            if let Some(ev) = super::from_core(ev) {
+            if let Some(ev) = CmEvent::from_core(ev) {
                 out.push_back(ev);
             }
         }
@@ -66,7 +63,7 @@ impl Embedded {
 
     /// Sleep until the next core timer or `timeout`, whichever is first.
     pub(crate) fn wait(&mut self, timeout: Option<std::time::Duration>) {
-        let until_timer = self.core.poll_timeout().map(|t| self.clock.until(t));
+        let until_timer = self.core.poll_timeout().map(cm_clock::until);
         let d = match (until_timer, timeout) {
             (Some(a), Some(b)) => a.min(b),
             (Some(a), None) => a,
@@ -119,7 +116,7 @@ impl Embedded {
                 tv_nsec: 0,
             },
             Some(t) => {
-                let d = self.clock.until(t).max(std::time::Duration::from_nanos(1));
+                let d = cm_clock::until(t).max(std::time::Duration::from_nanos(1));
                 Timespec {
                     tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
                     tv_nsec: i64::from(d.subsec_nanos()),

@@ -8,19 +8,19 @@ use std::path::PathBuf;
 
 use libcm::{Cm, Config, Transport};
 
-/// A daemon on a thread (`cmd::TempDaemon`) with a client shortcut.
+/// A daemon on a thread (`cm_daemon::TempDaemon`) with a client shortcut.
 pub struct TestDaemon {
     pub path: PathBuf,
-    _d: cmd::TempDaemon,
+    _d: cm_daemon::TempDaemon,
 }
 
 impl TestDaemon {
     pub fn start() -> TestDaemon {
-        TestDaemon::with_config(cmd::DaemonConfig::default())
+        TestDaemon::with_config(cm_daemon::DaemonConfig::default())
     }
 
-    pub fn with_config(cfg: cmd::DaemonConfig) -> TestDaemon {
-        let d = cmd::TempDaemon::with_config(cfg).expect("daemon starts");
+    pub fn with_config(cfg: cm_daemon::DaemonConfig) -> TestDaemon {
+        let d = cm_daemon::TempDaemon::with_config(cfg).expect("daemon starts");
         TestDaemon {
             path: d.socket().to_path_buf(),
             _d: d,

@@ -6,8 +6,9 @@ use core::net::IpAddr;
 pub use cm_ipc::{FlowStat, MacroflowStat};
 use cm_ipc::{ToClient, ToDaemon};
 
+use super::Cm;
+use crate::backend::Backend;
 use crate::error::CmError;
-use crate::{Backend, Cm};
 
 /// A snapshot of the CM's state.
 #[derive(Clone, Debug, Default, PartialEq)]

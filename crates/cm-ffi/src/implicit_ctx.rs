@@ -1,18 +1,18 @@
-//! The papers' calls on the implicit per-process context
-//! (cm-implementation-linux §2.1; cm-implementation-slides "The CM API").
-//! See `include/cm.h` for the contract of each.
+//! The papers' `cm_*` calls on the implicit per-process context
+//! (cm-implementation-linux §2.1; cm-implementation-slides "The CM API"),
+//! created on first use. Each call's body is shared with its `cm_ctx_*`
+//! twin in `calls.rs`. See `include/cm.h` for the contract of each.
 
-use std::ffi::{CStr, c_char, c_double, c_int, c_void};
+use std::ffi::{c_char, c_double, c_int, c_void};
 use std::sync::{Arc, Mutex, PoisonError};
-
-use std::os::unix::ffi::OsStrExt;
 
 use libcm::Cm;
 
-use crate::convert::{self, flow_id};
+use crate::calls;
+use crate::convert::flow_id;
 use crate::ctx::{PaperSend, PaperUpdate, SendCb, UpdateCb};
-use crate::guard::{self, Code, EALREADY, EINVAL};
-use crate::{cm_ctx, cm_estimate, cm_feedback, cm_flowid, cm_mflowid, mode_out, put, slice};
+use crate::guard::{self, Code, EALREADY};
+use crate::{cm_ctx, cm_estimate, cm_feedback, cm_flowid, cm_mflowid, mode_out, put};
 
 /// The implicit context: created by the first call (or `cm_init_*`),
 /// dropped by `cm_fini`.
@@ -50,13 +50,8 @@ pub extern "C" fn cm_init_embedded() -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cm_init_daemon(path: *const c_char) -> c_int {
     guard::int(|| {
-        let p = if path.is_null() {
-            libcm::default_socket_path()
-        } else {
-            // SAFETY: non-NULL and NUL-terminated by the caller's contract.
-            let s = unsafe { CStr::from_ptr(path) };
-            std::path::PathBuf::from(std::ffi::OsStr::from_bytes(s.to_bytes()))
-        };
+        // SAFETY: the caller's contract.
+        let p = unsafe { crate::convert::socket_path(path) };
         init(|| Cm::connect(&p))
     })
 }
@@ -102,25 +97,19 @@ pub unsafe extern "C" fn cm_open(
 /// `cm_mtu(flow)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn cm_mtu(flow: cm_flowid) -> c_int {
-    guard::int(|| {
-        let m = global()?.ctx.mtu(flow_id(flow)?)?;
-        Ok(c_int::try_from(m).unwrap_or(c_int::MAX))
-    })
+    guard::int(|| calls::mtu(&*global()?, flow))
 }
 
 /// `cm_request(flow)`: one MTU.
 #[unsafe(no_mangle)]
 pub extern "C" fn cm_request(flow: cm_flowid) -> c_int {
-    guard::int(|| global()?.ctx.request(flow_id(flow)?, 1).map(|()| 0))
+    guard::int(|| calls::request(&*global()?, flow, 1))
 }
 
 /// Request `k` MTUs at once (one grant may cover up to `k` MTUs).
 #[unsafe(no_mangle)]
 pub extern "C" fn cm_request_mtus(flow: cm_flowid, k: c_int) -> c_int {
-    guard::int(|| {
-        let k = u32::try_from(k).map_err(|_| EINVAL)?;
-        global()?.ctx.request(flow_id(flow)?, k).map(|()| 0)
-    })
+    guard::int(|| calls::request(&*global()?, flow, k))
 }
 
 /// `cm_register_send(cmapp_send)`; NULL unregisters.
@@ -146,11 +135,7 @@ pub extern "C" fn cm_register_update(cmapp_update: Option<PaperUpdate>) -> c_int
 /// `cm_thresh(down, up)`: context-wide rate thresholds.
 #[unsafe(no_mangle)]
 pub extern "C" fn cm_thresh(down: c_double, up: c_double) -> c_int {
-    guard::int(|| {
-        let d = cm_core::Thresholds::default();
-        let t = convert::thresholds(down, up, d.rtt_down, d.rtt_up)?;
-        global()?.ctx.thresh_all(t).map(|()| 0)
-    })
+    guard::int(|| calls::thresh(&*global()?, down, up))
 }
 
 /// Per-flow thresholds (RFC 3124's four factors); subscribes the flow.
@@ -162,19 +147,13 @@ pub extern "C" fn cm_thresh_flow(
     rtt_down: c_double,
     rtt_up: c_double,
 ) -> c_int {
-    guard::int(|| {
-        let t = convert::thresholds(rate_down, rate_up, rtt_down, rtt_up)?;
-        global()?.ctx.thresh_flow(flow_id(flow)?, t).map(|()| 0)
-    })
+    guard::int(|| calls::thresh_flow(&*global()?, flow, rate_down, rate_up, rtt_down, rtt_up))
 }
 
 /// `cm_notify(flow, nsent)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn cm_notify(flow: cm_flowid, nsent: i64) -> c_int {
-    guard::int(|| {
-        let n = convert::bytes_in(nsent)?;
-        global()?.ctx.notify(flow_id(flow)?, n).map(|()| 0)
-    })
+    guard::int(|| calls::notify(&*global()?, flow, nsent))
 }
 
 /// `cm_update(flow, nsent, nrecd, lossmode, rtt)`.
@@ -186,10 +165,7 @@ pub extern "C" fn cm_update(
     lossmode: c_int,
     rtt: c_double,
 ) -> c_int {
-    guard::int(|| {
-        let fb = convert::feedback(nsent, nrecd, lossmode, rtt)?;
-        global()?.ctx.update(flow_id(flow)?, fb).map(|()| 0)
-    })
+    guard::int(|| calls::update(&*global()?, flow, nsent, nrecd, lossmode, rtt))
 }
 
 /// `cm_query(flow, &rate, &srtt, &rttvar, &loss)`; NULL outputs are skipped.
@@ -220,28 +196,25 @@ pub unsafe extern "C" fn cm_query(
 /// `cm_close(flow)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn cm_close(flow: cm_flowid) -> c_int {
-    guard::int(|| global()?.ctx.close(flow_id(flow)?).map(|()| 0))
+    guard::int(|| calls::close(&*global()?, flow))
 }
 
 /// `cm_getmacroflow(flow)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn cm_getmacroflow(flow: cm_flowid) -> cm_mflowid {
-    guard::long(|| global()?.ctx.getmacroflow(flow_id(flow)?))
+    guard::long(|| calls::getmacroflow(&*global()?, flow))
 }
 
 /// `cm_setmacroflow(mflow, flow)` (RFC 3124 order; mflow < 0: a new one).
 #[unsafe(no_mangle)]
 pub extern "C" fn cm_setmacroflow(mflow: cm_mflowid, flow: cm_flowid) -> cm_mflowid {
-    guard::long(|| global()?.ctx.setmacroflow(mflow, flow_id(flow)?))
+    guard::long(|| calls::setmacroflow(&*global()?, mflow, flow))
 }
 
 /// The flow's scheduler weight in its macroflow (1..65535).
 #[unsafe(no_mangle)]
 pub extern "C" fn cm_set_weight(flow: cm_flowid, weight: c_int) -> c_int {
-    guard::int(|| {
-        let w = u32::try_from(weight).map_err(|_| EINVAL)?;
-        global()?.ctx.set_weight(flow_id(flow)?, w).map(|()| 0)
-    })
+    guard::int(|| calls::set_weight(&*global()?, flow, weight))
 }
 
 /// `cm_bulk_request(flows, n)`: one MTU for each.
@@ -251,7 +224,7 @@ pub extern "C" fn cm_set_weight(flow: cm_flowid, weight: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cm_bulk_request(flows: *const cm_flowid, n: usize) -> c_int {
     // SAFETY: the caller's contract.
-    guard::int(|| unsafe { crate::explicit::bulk_request(&*global()?, flows, n) })
+    guard::int(|| unsafe { calls::bulk_request(&*global()?, flows, n) })
 }
 
 /// `cm_bulk_notify(flows, nsent, n)`.
@@ -265,7 +238,7 @@ pub unsafe extern "C" fn cm_bulk_notify(
     n: usize,
 ) -> c_int {
     // SAFETY: the caller's contract.
-    guard::int(|| unsafe { crate::explicit::bulk_notify(&*global()?, flows, nsent, n) })
+    guard::int(|| unsafe { calls::bulk_notify(&*global()?, flows, nsent, n) })
 }
 
 /// `cm_bulk_update(reports, n)`.
@@ -275,7 +248,7 @@ pub unsafe extern "C" fn cm_bulk_notify(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cm_bulk_update(fb: *const cm_feedback, n: usize) -> c_int {
     // SAFETY: the caller's contract.
-    guard::int(|| unsafe { crate::explicit::bulk_update(&*global()?, fb, n) })
+    guard::int(|| unsafe { calls::bulk_update(&*global()?, fb, n) })
 }
 
 /// `cm_bulk_query(flows, n, out)`.
@@ -289,7 +262,7 @@ pub unsafe extern "C" fn cm_bulk_query(
     out: *mut cm_estimate,
 ) -> c_int {
     // SAFETY: the caller's contract.
-    guard::int(|| unsafe { crate::explicit::bulk_query(&*global()?, flows, n, out) })
+    guard::int(|| unsafe { calls::bulk_query(&*global()?, flows, n, out) })
 }
 
 /// Open a buffered (congestion-controlled UDP) flow on `udp_fd` to `dst`.
@@ -301,8 +274,7 @@ pub unsafe extern "C" fn cm_open_buffered(udp_fd: c_int, dst: *const libc::socka
     guard::long(|| {
         // SAFETY: the caller's contract.
         let dst = unsafe { crate::addr::read(dst, None) }?;
-        let sock = crate::udp_socket(udp_fd)?;
-        global()?.ctx.open_buffered(sock, dst)
+        calls::open_buffered(&*global()?, udp_fd, dst)
     })
 }
 
@@ -312,11 +284,8 @@ pub unsafe extern "C" fn cm_open_buffered(udp_fd: c_int, dst: *const libc::socka
 /// `buf` points to `len` readable bytes (NULL allowed when len is 0).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cm_send(flow: cm_flowid, buf: *const c_void, len: usize) -> c_int {
-    guard::int(|| {
-        // SAFETY: the caller's contract.
-        let data = unsafe { slice(buf.cast::<u8>(), len) }?;
-        global()?.ctx.send(flow_id(flow)?, data).map(|()| 0)
-    })
+    // SAFETY: the caller's contract.
+    guard::int(|| unsafe { calls::send(&*global()?, flow, buf, len) })
 }
 
 /// Deliver ready events to the callbacks; returns how many.

@@ -18,8 +18,10 @@ use std::path::{Path, PathBuf};
 use cm_core::{Aging, Bytes, Config};
 use serde::Deserialize;
 
+use crate::error::ConfigError;
+
 /// Default spin after activity, in microseconds (about the cost of one
-/// cross-CPU wake-up on the target machine, DESIGN.md "Platform facts").
+/// cross-CPU wake-up on the target machine, a 2-CPU VM: ~50 µs).
 pub const DEFAULT_SPIN_US: u64 = 50;
 
 /// Largest `spin_us` accepted (10 ms).
@@ -85,24 +87,34 @@ impl Default for DaemonConfig {
 
 impl DaemonConfig {
     /// Read a TOML file.
-    pub fn from_file(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("cannot read config {}: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| anyhow::anyhow!("bad config {}: {e}", path.display()))
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        })
     }
 
     /// The core configuration this describes.
-    pub fn core_config(&self) -> anyhow::Result<Config> {
+    pub fn core_config(&self) -> Result<Config, ConfigError> {
+        let invalid = |m: String| Err(ConfigError::Invalid(m));
         let aging = match self.aging.as_str() {
             "min-rtt" => Aging::MinRtt,
             "srtt" => Aging::Srtt,
             "off" => Aging::Off,
-            other => anyhow::bail!("aging must be min-rtt, srtt or off, not {other:?}"),
+            other => return invalid(format!("aging must be min-rtt, srtt or off, not {other:?}")),
         };
         let scheduler = match self.scheduler.as_str() {
             "round-robin" => cm_core::scheduler::SchedulerKind::RoundRobin,
             "weighted" => cm_core::scheduler::SchedulerKind::Weighted,
-            other => anyhow::bail!("scheduler must be round-robin or weighted, not {other:?}"),
+            other => {
+                return invalid(format!(
+                    "scheduler must be round-robin or weighted, not {other:?}"
+                ));
+            }
         };
         let mut cfg = Config {
             // Connection liveness decides when a client is gone; the core's
@@ -113,7 +125,7 @@ impl DaemonConfig {
             ..Config::default()
         };
         if self.initial_window == 0 || self.initial_window > 1000 {
-            anyhow::bail!("initial_window must be in 1..=1000 segments");
+            return invalid("initial_window must be in 1..=1000 segments".into());
         }
         cfg.controller =
             cm_core::controller::ControllerConfig::Aimd(cm_core::controller::AimdConfig {
@@ -121,18 +133,18 @@ impl DaemonConfig {
                 ..Default::default()
             });
         if self.spin_us > MAX_SPIN_US {
-            anyhow::bail!(
+            return invalid(format!(
                 "spin_us must be at most {MAX_SPIN_US} (a spin is a short wait, not a loop)"
-            );
+            ));
         }
         if self.max_flows_per_client == 0
             || self.max_messages_per_sec == 0
             || self.max_clients == 0
             || self.max_clients_per_user == 0
         {
-            anyhow::bail!("limits must be > 0");
+            return invalid("limits must be > 0".into());
         }
-        cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+        cfg.validate()?;
         Ok(cfg)
     }
 }

@@ -1,6 +1,6 @@
 //! One connected client: its socket, identity (SO_PEERCRED), outgoing
 //! frames and message-rate limit, and once attached its shared-memory
-//! link (cm_ipc::shm), which then carries every frame both ways.
+//! rings (`client_rings.rs`), which then carry every frame both ways.
 
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
@@ -10,7 +10,7 @@ use cm_ipc::{Frame, ToClient};
 use rustix::io::Errno;
 use rustix::net::{SendFlags, send};
 
-use crate::link::Link;
+use crate::client_rings::ClientRings;
 
 /// Frames a client may leave unread before it is dropped as stuck.
 const MAX_BACKLOG: usize = 1024;
@@ -66,8 +66,8 @@ pub(crate) struct Session {
     pub(crate) limited: u64,
     /// Whether epoll watches this socket for writability.
     pub(crate) want_out: bool,
-    /// The shared-memory link, once attached.
-    pub(crate) link: Option<Link>,
+    /// The shared-memory rings, once attached.
+    pub(crate) rings: Option<ClientRings>,
 }
 
 /// What flushing a session found.
@@ -94,7 +94,7 @@ impl Session {
             limiter: Limiter::new(rate, now_us),
             limited: 0,
             want_out: false,
-            link: None,
+            rings: None,
         }
     }
 
@@ -113,7 +113,7 @@ impl Session {
 
     /// Send queued frames without blocking.
     pub(crate) fn flush(&mut self) -> FlushResult {
-        if self.link.is_some() {
+        if self.rings.is_some() {
             return self.flush_ring();
         }
         if !self.out.is_empty() {
@@ -140,10 +140,10 @@ impl Session {
     }
 
     /// Publish queued frames to the client's ring and ring its doorbell if
-    /// it sleeps. A full ring is `Blocked`: the client rings our doorbell
+    /// it sleeps. A full ring is `Blocked`: the client rings the daemon's doorbell
     /// when it has made room (`need_space`).
     fn flush_ring(&mut self) -> FlushResult {
-        let Some(l) = &mut self.link else {
+        let Some(l) = &mut self.rings else {
             return FlushResult::Dead;
         };
         let mut pushed = false;

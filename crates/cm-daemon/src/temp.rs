@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread::JoinHandle;
 
-use crate::{Daemon, DaemonConfig, StopHandle};
+use crate::{Daemon, DaemonConfig, DaemonError, StopHandle};
 
 static N: AtomicU32 = AtomicU32::new(0);
 
 /// A running daemon, stopped (and its directory removed) when dropped.
 ///
 /// ```
-/// let d = cmd::TempDaemon::start().unwrap();
+/// let d = cm_daemon::TempDaemon::start().unwrap();
 /// assert!(d.socket().exists());
 /// ```
 pub struct TempDaemon {
@@ -28,12 +28,12 @@ impl TempDaemon {
     pub const THREAD_NAME: &'static str = "cmd-daemon";
 
     /// With the default configuration (and quiet logs).
-    pub fn start() -> anyhow::Result<TempDaemon> {
+    pub fn start() -> Result<TempDaemon, DaemonError> {
         TempDaemon::with_config(DaemonConfig::default())
     }
 
     /// With `cfg` (its socket path is ignored).
-    pub fn with_config(cfg: DaemonConfig) -> anyhow::Result<TempDaemon> {
+    pub fn with_config(cfg: DaemonConfig) -> Result<TempDaemon, DaemonError> {
         crate::log::set_quiet(true);
         let dir = std::env::temp_dir().join(format!(
             "cmd-{}-{}",

@@ -1,6 +1,5 @@
 //! The daemon's event loop: one thread, epoll over the control socket,
-//! the clients, a timerfd at the core's next deadline and a signal pipe
-//! (DESIGN.md "The daemon").
+//! the clients, a timerfd at the core's next deadline and a signal pipe.
 //!
 //! Each loop turn reads every frame the ready clients sent, applies their
 //! calls to the core, services the core's timers, routes the core's events
@@ -9,183 +8,29 @@
 //! however many packets' worth of calls it carried.
 
 use std::io::Read;
-use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
-use cm_core::idhash::IdMap;
-use cm_core::{ClientId, CongestionManager, Event, Instant};
-use cm_ipc::{ErrorCode, ToClient};
+use cm_core::{Event, Instant};
+use cm_ipc::ToClient;
 use rustix::event::epoll;
 use rustix::io::Errno;
-use rustix::net::{
-    AddressFamily, RecvFlags, SocketAddrUnix, SocketFlags, SocketType, accept_with, bind, listen,
-    recv, socket_with, sockopt,
-};
-use rustix::time::{
-    Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec, timerfd_create,
-    timerfd_settime,
-};
+use rustix::net::{RecvFlags, SocketFlags, accept_with, recv, sockopt};
+use rustix::time::{Itimerspec, TimerfdTimerFlags, Timespec, timerfd_settime};
 
-use crate::config::DaemonConfig;
+use super::{Daemon, LISTENER, RING_BIT, SIGNALS, TIMER};
+use crate::error::DaemonError;
 use crate::log;
 use crate::session::{FlushResult, Session};
 use crate::spin::Spin;
 
-const LISTENER: u64 = 0;
-const TIMER: u64 = 1;
-const SIGNALS: u64 = 2;
-const FIRST_CLIENT: u64 = 16;
-/// Set in the epoll token of a session's shared-ring doorbell.
-pub(crate) const RING_BIT: u64 = 1 << 63;
 /// Core deadlines this close (µs) are polled for instead of armed.
 const DUE_SOON_US: u64 = 20;
 /// Frames read from one client per loop turn (fairness between clients).
 const FRAMES_PER_TURN: usize = 64;
 
-/// The running daemon.
-pub struct Daemon {
-    pub(crate) core: CongestionManager,
-    pub(crate) cfg: DaemonConfig,
-    epoch: std::time::Instant,
-    listener: OwnedFd,
-    pub(crate) epoll: OwnedFd,
-    timer: OwnedFd,
-    armed: Option<Instant>,
-    /// The core's next deadline is within [`DUE_SOON_US`]: poll, don't block.
-    due_soon: bool,
-    signals: Option<UnixStream>,
-    pub(crate) sessions: IdMap<u64, Session>,
-    /// Which session owns each flow.
-    pub(crate) owner: IdMap<u64, u64>,
-    /// Session of each core client.
-    pub(crate) by_client: IdMap<ClientId, u64>,
-    /// Owner uid of macroflows made by `setmacroflow` (no destination key).
-    pub(crate) mf_owner: IdMap<u64, u32>,
-    next_token: u64,
-    rbuf: Vec<u8>,
-    /// A frame copied out of a shared ring.
-    pub(crate) ring_buf: Vec<u8>,
-    /// Scratch: sessions whose rings have frames.
-    pub(crate) ring_tokens: Vec<u64>,
-    stop: Arc<AtomicBool>,
-    path: PathBuf,
-    /// Running beside the busiest client (`follow.rs`), set up by `run` on
-    /// the loop's own thread.
-    pub(crate) follow: Option<crate::follow::Follow>,
-}
-
-/// A handle that stops a running daemon from another thread.
-#[derive(Clone, Debug)]
-pub struct StopHandle(Arc<AtomicBool>);
-
-impl StopHandle {
-    /// Ask the daemon to exit at its next loop turn (within 100 ms).
-    pub fn stop(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
-
 impl Daemon {
-    /// Bind the control socket (replacing a stale one) and set up the loop.
-    pub fn bind(cfg: DaemonConfig, path: &Path) -> anyhow::Result<Daemon> {
-        let core = CongestionManager::new(cfg.core_config()?)
-            .map_err(|e| anyhow::anyhow!("core configuration: {e}"))?;
-        remove_stale_socket(path)?;
-        if let Some(dir) = path.parent() {
-            if !dir.as_os_str().is_empty() && !dir.exists() {
-                std::fs::create_dir_all(dir)?;
-            }
-        }
-        let listener = socket_with(
-            AddressFamily::UNIX,
-            SocketType::SEQPACKET,
-            SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
-            None,
-        )?;
-        bind(&listener, &SocketAddrUnix::new(path)?)
-            .map_err(|e| anyhow::anyhow!("cannot bind {}: {e}", path.display()))?;
-        // Any user may connect; the daemon checks each call against the
-        // caller's uid (SO_PEERCRED).
-        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o666))?;
-        listen(&listener, 128)?;
-        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
-        epoll::add(
-            &epoll,
-            &listener,
-            epoll::EventData::new_u64(LISTENER),
-            epoll::EventFlags::IN,
-        )?;
-        let timer = timerfd_create(
-            TimerfdClockId::Monotonic,
-            TimerfdFlags::CLOEXEC | TimerfdFlags::NONBLOCK,
-        )?;
-        epoll::add(
-            &epoll,
-            &timer,
-            epoll::EventData::new_u64(TIMER),
-            epoll::EventFlags::IN,
-        )?;
-        Ok(Daemon {
-            core,
-            cfg,
-            epoch: std::time::Instant::now(),
-            listener,
-            epoll,
-            timer,
-            armed: None,
-            due_soon: false,
-            signals: None,
-            sessions: IdMap::default(),
-            owner: IdMap::default(),
-            by_client: IdMap::default(),
-            mf_owner: IdMap::default(),
-            next_token: FIRST_CLIENT,
-            rbuf: vec![0; cm_ipc::MAX_FRAME],
-            ring_buf: Vec::with_capacity(cm_ipc::MAX_FRAME),
-            ring_tokens: Vec::new(),
-            stop: Arc::new(AtomicBool::new(false)),
-            path: path.to_path_buf(),
-            follow: None,
-        })
-    }
-
-    /// Exit cleanly on SIGTERM and SIGINT.
-    pub fn handle_signals(&mut self) -> anyhow::Result<()> {
-        let (rx, tx) = UnixStream::pair()?;
-        rx.set_nonblocking(true)?;
-        for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-            signal_hook::low_level::pipe::register(sig, tx.try_clone()?)?;
-        }
-        epoll::add(
-            &self.epoll,
-            &rx,
-            epoll::EventData::new_u64(SIGNALS),
-            epoll::EventFlags::IN,
-        )?;
-        self.signals = Some(rx);
-        Ok(())
-    }
-
-    /// A handle to stop the loop from elsewhere (tests, embedding).
-    pub fn stop_handle(&self) -> StopHandle {
-        StopHandle(self.stop.clone())
-    }
-
-    /// The control socket path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    pub(crate) fn now(&self) -> Instant {
-        let us = self.epoch.elapsed().as_micros();
-        Instant::from_micros(u64::try_from(us).unwrap_or(u64::MAX))
-    }
-
     /// Serve until stopped; removes the socket file on the way out.
-    pub fn run(&mut self) -> anyhow::Result<()> {
+    pub fn run(&mut self) -> Result<(), DaemonError> {
         log!(info, "msg=\"listening\" socket={}", self.path.display());
         let mut events = Vec::with_capacity(256);
         let max_wait = Timespec {
@@ -204,7 +49,7 @@ impl Daemon {
             events.clear();
             // Block only when not spinning, no core deadline is near and no
             // shared ring holds a frame (checked after asking its client to
-            // ring, see link.rs).
+            // ring, see `rings.rs`).
             let block = !self.due_soon && !spin.spinning() && self.arm_rings();
             let timeout = if block { &max_wait } else { &no_wait };
             match epoll::wait(
@@ -246,7 +91,7 @@ impl Daemon {
                             && self.sessions.contains_key(&t)
                         {
                             // Read what is left first (done above), then drop.
-                            let now = self.now();
+                            let now = cm_clock::now();
                             self.read_ring(t, now);
                             self.drop_session(t, "hangup");
                         }
@@ -274,7 +119,7 @@ impl Daemon {
 
     /// Timers, events to clients, output, timer re-arm.
     fn turn(&mut self) {
-        let now = self.now();
+        let now = cm_clock::now();
         if self.core.poll_timeout().is_some_and(|t| t <= now) {
             self.core.handle_timeout(now);
         }
@@ -293,7 +138,7 @@ impl Daemon {
                     }
                 };
                 // A shared ring that is full waits for the client's doorbell.
-                if want_out != s.want_out && s.link.is_none() {
+                if want_out != s.want_out && s.rings.is_none() {
                     let mut flags = epoll::EventFlags::IN;
                     if want_out {
                         flags |= epoll::EventFlags::OUT;
@@ -313,7 +158,7 @@ impl Daemon {
     }
 
     /// Hand the core's events to the clients owning their flows.
-    pub(crate) fn route_events(&mut self) {
+    fn route_events(&mut self) {
         while let Some(ev) = self.core.poll_event() {
             let (flow, msg) = match ev {
                 Event::Grant { flow, bytes } => (
@@ -369,7 +214,7 @@ impl Daemon {
     /// steps of a microsecond-RTT path) re-arming took half the daemon's CPU.
     fn rearm(&mut self) {
         let want = self.core.poll_timeout();
-        let soon = Instant::from_micros(self.now().as_micros().saturating_add(DUE_SOON_US));
+        let soon = Instant::from_micros(cm_clock::now().as_micros().saturating_add(DUE_SOON_US));
         self.due_soon = want.is_some_and(|t| t <= soon);
         if self.due_soon {
             return;
@@ -389,7 +234,7 @@ impl Daemon {
                 tv_nsec: 0,
             },
             Some(t) => {
-                let us = t.saturating_since(self.now()).as_micros().max(1);
+                let us = t.saturating_since(cm_clock::now()).as_micros().max(1);
                 Timespec {
                     tv_sec: i64::try_from(us / 1_000_000).unwrap_or(i64::MAX),
                     tv_nsec: i64::try_from((us % 1_000_000) * 1000).unwrap_or(0),
@@ -452,7 +297,7 @@ impl Daemon {
             {
                 continue;
             }
-            let now = self.now().as_micros();
+            let now = cm_clock::now().as_micros();
             self.sessions.insert(
                 token,
                 Session::new(fd, uid, pid, self.cfg.max_messages_per_sec, now),
@@ -483,7 +328,7 @@ impl Daemon {
                 }
             };
             let frame = std::mem::take(&mut self.rbuf);
-            let now = self.now();
+            let now = cm_clock::now();
             self.handle_frame(token, &frame[..n], now);
             self.rbuf = frame;
         }
@@ -491,19 +336,19 @@ impl Daemon {
 
     /// A client is gone: close its flows (their macroflows keep serving the
     /// other clients) and forget it.
-    pub(crate) fn drop_session(&mut self, token: u64, why: &str) {
+    pub(super) fn drop_session(&mut self, token: u64, why: &str) {
         let Some(s) = self.sessions.remove(&token) else {
             return;
         };
         let _ = epoll::delete(&self.epoll, &s.fd);
-        if let Some(l) = &s.link {
-            // The client holds the same eventfd: it would stay in our epoll
-            // set after we close ours unless removed here.
+        if let Some(l) = &s.rings {
+            // The client holds the same eventfd: it would stay in the loop's
+            // epoll set after the daemon closes its copy unless removed here.
             let _ = epoll::delete(&self.epoll, &l.bell_in);
         }
         let mut reclaimed = 0;
         if let Some(c) = s.client {
-            let now = self.now();
+            let now = cm_clock::now();
             if let Ok(flows) = self.core.client_flows(c) {
                 for f in flows {
                     self.owner.remove(&f.to_u64());
@@ -527,63 +372,5 @@ impl Daemon {
         }
         let _ = std::fs::remove_file(&self.path);
         log!(info, "msg=\"stopped\"");
-    }
-
-    /// Send an error for a call.
-    pub(crate) fn error(&mut self, token: u64, seq: u32, flow: u64, code: ErrorCode) {
-        if let Some(s) = self.sessions.get_mut(&token) {
-            s.push(&ToClient::Error { seq, flow, code });
-        }
-    }
-
-    /// Decode and apply one frame from a client, at `now`.
-    pub(crate) fn handle_frame(&mut self, token: u64, bytes: &[u8], now: cm_core::Instant) {
-        // Each message is applied as it is decoded; on a malformed one,
-        // those before it stand.
-        let decoded = cm_ipc::decode_frame_each(bytes, |m| self.handle(now, token, m));
-        if let Err(e) = decoded {
-            if let Some(s) = self.sessions.get(&token) {
-                log!(
-                    warn,
-                    "msg=\"malformed frame\" session={token} uid={} error=\"{e}\"",
-                    s.uid
-                );
-            }
-            self.error(token, 0, 0, ErrorCode::Malformed);
-        }
-    }
-}
-
-/// Refuse to replace a socket a live daemon listens on; remove a stale one.
-fn remove_stale_socket(path: &Path) -> anyhow::Result<()> {
-    if !path.exists() {
-        return Ok(());
-    }
-    let probe = socket_with(
-        AddressFamily::UNIX,
-        SocketType::SEQPACKET,
-        SocketFlags::CLOEXEC,
-        None,
-    )?;
-    match rustix::net::connect(&probe, &SocketAddrUnix::new(path)?) {
-        Ok(()) => anyhow::bail!(
-            "a CM daemon is already listening on {} (stop it first)",
-            path.display()
-        ),
-        Err(_) => {
-            log!(
-                info,
-                "msg=\"removing stale socket\" socket={}",
-                path.display()
-            );
-            std::fs::remove_file(path)?;
-            Ok(())
-        }
-    }
-}
-
-impl AsFd for Daemon {
-    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        self.epoll.as_fd()
     }
 }

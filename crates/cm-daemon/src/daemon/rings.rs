@@ -1,6 +1,6 @@
-//! The daemon's end of the shared-memory links (cm_ipc::shm): attaching a
-//! client, reading the frames in its ring, and arming every ring's doorbell
-//! before the loop sleeps.
+//! The loop's side of the clients' shared-memory rings (`cm_ipc::shm`):
+//! attaching a client, reading the frames in its ring, arming every ring's
+//! doorbell before the loop sleeps, and following the busiest client's CPU.
 //!
 //! A busy client's frames are read by polling ring memory after every
 //! wait, spinning or not, so a client whose daemon is awake never rings.
@@ -8,67 +8,31 @@
 //! (`need_wake`), and it checks every ring once more after asking, so a
 //! frame published meanwhile is read rather than slept on.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::AsFd;
 
-use cm_ipc::shm::{self, Doorbell, Region};
+use cm_ipc::shm;
 use cm_ipc::{ErrorCode, Frame, ToClient};
 use rustix::event::epoll;
-use rustix::net::{SendFlags, send};
 
+use super::{Daemon, RING_BIT};
+use crate::client_rings::ClientRings;
 use crate::log;
-use crate::server::{Daemon, RING_BIT};
 use crate::session::FlushResult;
 
 /// Frames read from one client's ring per loop turn (fairness).
 const RING_FRAMES_PER_TURN: usize = 64;
 
-/// A client's shared-memory link: the rings, our doorbell (in the epoll
-/// set) and the client's.
-pub(crate) struct Link {
-    pub(crate) region: Region,
-    pub(crate) bell_in: Doorbell,
-    pub(crate) bell_out: Doorbell,
-    /// Ring the client by an empty frame on its socket too (SIGIO clients).
-    pub(crate) socket_bell: bool,
-    /// Frames read since the last CPU-follow period (`follow.rs`).
-    pub(crate) frames: u64,
-}
-
-impl Link {
-    /// Ring the client's doorbell(s).
-    pub(crate) fn ring_client(&self, fd: &OwnedFd) {
-        let _ = self.bell_out.ring();
-        if self.socket_bell {
-            // Best effort: a full socket is readable already.
-            let _ = send(
-                fd,
-                &Frame::new().finish(),
-                SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
-            );
-        }
-    }
-}
-
 impl Daemon {
     /// `Attach`: create the client's region and doorbells and hand them over
     /// on its socket. Output queued so far goes out on the socket first;
     /// every later frame goes through the rings.
-    pub(crate) fn attach(&mut self, token: u64, seq: u32) {
+    pub(super) fn attach(&mut self, token: u64, seq: u32) {
         // Refused when not offered, or attached already.
-        if !self.cfg.shared_memory || self.sessions.get(&token).is_some_and(|s| s.link.is_some()) {
+        if !self.cfg.shared_memory || self.sessions.get(&token).is_some_and(|s| s.rings.is_some()) {
             self.error(token, seq, 0, ErrorCode::InvalidArgument);
             return;
         }
-        let made = (|| -> std::io::Result<Link> {
-            Ok(Link {
-                region: Region::create(shm::DEFAULT_RING_BYTES)?,
-                bell_in: Doorbell::new()?,
-                bell_out: Doorbell::new()?,
-                socket_bell: false,
-                frames: 0,
-            })
-        })();
-        let link = match made {
+        let rings = match ClientRings::create() {
             Ok(l) => l,
             Err(e) => {
                 log!(warn, "msg=\"cannot create a shared ring\" error=\"{e}\"");
@@ -87,12 +51,12 @@ impl Daemon {
         let mut f = Frame::new();
         f.push(&ToClient::Attached {
             seq,
-            ring_bytes: link.region.ring_bytes(),
+            ring_bytes: rings.region.ring_bytes(),
         });
         let fds = [
-            link.region.fd(),
-            link.bell_in.as_fd(),
-            link.bell_out.as_fd(),
+            rings.region.fd(),
+            rings.bell_in.as_fd(),
+            rings.bell_out.as_fd(),
         ];
         if let Err(e) = shm::send_with_fds(s.fd.as_fd(), &f.finish(), &fds) {
             self.drop_session(token, &format!("cannot pass the shared ring: {e}"));
@@ -100,7 +64,7 @@ impl Daemon {
         }
         if epoll::add(
             &self.epoll,
-            &link.bell_in,
+            &rings.bell_in,
             epoll::EventData::new_u64(token | RING_BIT),
             epoll::EventFlags::IN,
         )
@@ -109,16 +73,16 @@ impl Daemon {
             self.drop_session(token, "epoll refused the doorbell");
             return;
         }
-        s.link = Some(link);
+        s.rings = Some(rings);
     }
 
     /// Read up to a turn's worth of frames from a client's ring, handled at
     /// `now` (the turn's time). Returns whether any came. A ring the client
     /// broke ends its session.
-    pub(crate) fn read_ring(&mut self, token: u64, now: cm_core::Instant) -> bool {
+    pub(super) fn read_ring(&mut self, token: u64, now: cm_core::Instant) -> bool {
         let mut got = false;
         for _ in 0..RING_FRAMES_PER_TURN {
-            let Some(l) = self.sessions.get_mut(&token).and_then(|s| s.link.as_mut()) else {
+            let Some(l) = self.sessions.get_mut(&token).and_then(|s| s.rings.as_mut()) else {
                 return got;
             };
             let mut buf = std::mem::take(&mut self.ring_buf);
@@ -143,7 +107,7 @@ impl Daemon {
         }
         // The client may be waiting for room to publish more.
         if let Some(s) = self.sessions.get(&token) {
-            if let Some(l) = &s.link {
+            if let Some(l) = &s.rings {
                 if got && l.region.take_peer_space() {
                     l.ring_client(&s.fd);
                 }
@@ -154,13 +118,13 @@ impl Daemon {
 
     /// Read every ring with frames waiting (memory reads only, no system
     /// call). Returns whether any had some.
-    pub(crate) fn read_rings(&mut self) -> bool {
+    pub(super) fn read_rings(&mut self) -> bool {
         let mut tokens = std::mem::take(&mut self.ring_tokens);
         tokens.clear();
         tokens.extend(
             self.sessions
                 .iter()
-                .filter(|(_, s)| s.link.as_ref().is_some_and(|l| l.region.pending()))
+                .filter(|(_, s)| s.rings.as_ref().is_some_and(|l| l.region.pending()))
                 .map(|(&t, _)| t),
         );
         if tokens.is_empty() {
@@ -170,7 +134,7 @@ impl Daemon {
         // One clock reading for the frames of this turn: they all arrived
         // by now, and reading the clock per frame was 6% of the daemon's
         // CPU under the API benchmark (two frames per packet).
-        let now = self.now();
+        let now = cm_clock::now();
         let mut got = false;
         for &t in &tokens {
             got |= self.read_ring(t, now);
@@ -183,7 +147,7 @@ impl Daemon {
     /// starved; every [`crate::follow::PERIOD`], move next to the client
     /// that published the most frames among those that say where they wait
     /// (`follow.rs`) and count again.
-    pub(crate) fn follow_busiest(&mut self, polled: bool) {
+    pub(super) fn follow_busiest(&mut self, polled: bool) {
         let Some(f) = &mut self.follow else {
             return;
         };
@@ -201,7 +165,7 @@ impl Daemon {
         // not hide one that did.
         let mut best: (u64, Option<u32>) = (0, None);
         for s in self.sessions.values_mut() {
-            if let Some(l) = &mut s.link {
+            if let Some(l) = &mut s.rings {
                 if let Some(cpu) = l.region.take_client_cpu() {
                     if l.frames > best.0 {
                         best = (l.frames, Some(cpu));
@@ -218,10 +182,10 @@ impl Daemon {
     /// About to block: ask every client to ring for its next frame. Returns
     /// whether blocking is safe (no ring has a frame); if not, the requests
     /// are withdrawn.
-    pub(crate) fn arm_rings(&mut self) -> bool {
+    pub(super) fn arm_rings(&mut self) -> bool {
         let mut idle = true;
         for s in self.sessions.values() {
-            if let Some(l) = &s.link {
+            if let Some(l) = &s.rings {
                 idle &= l.region.arm();
             }
         }
@@ -232,9 +196,9 @@ impl Daemon {
     }
 
     /// Awake again: clients need not ring.
-    pub(crate) fn disarm_rings(&mut self) {
+    pub(super) fn disarm_rings(&mut self) {
         for s in self.sessions.values() {
-            if let Some(l) = &s.link {
+            if let Some(l) = &s.rings {
                 l.region.disarm();
             }
         }
@@ -242,15 +206,15 @@ impl Daemon {
 
     /// A client rang: silence its doorbell (the frames are read by
     /// [`Daemon::read_rings`]).
-    pub(crate) fn doorbell(&mut self, token: u64) {
-        if let Some(l) = self.sessions.get(&token).and_then(|s| s.link.as_ref()) {
+    pub(super) fn doorbell(&mut self, token: u64) {
+        if let Some(l) = self.sessions.get(&token).and_then(|s| s.rings.as_ref()) {
             l.bell_in.clear();
         }
     }
 
     /// `SocketDoorbell`: announce frames on the socket too (or stop).
-    pub(crate) fn socket_doorbell(&mut self, token: u64, on: bool) -> Result<(), ErrorCode> {
-        match self.sessions.get_mut(&token).and_then(|s| s.link.as_mut()) {
+    pub(super) fn socket_doorbell(&mut self, token: u64, on: bool) -> Result<(), ErrorCode> {
+        match self.sessions.get_mut(&token).and_then(|s| s.rings.as_mut()) {
             Some(l) => {
                 l.socket_bell = on;
                 Ok(())

@@ -1,20 +1,19 @@
 //! Explicit contexts (`cm_ctx_*`): the same calls on a handle the program
 //! owns, for libraries and programs that want more than one CM connection
 //! or no hidden global state. Callbacks get the context and a user pointer.
+//! Each call's body is shared with its `cm_*` twin in `calls.rs`.
 
-use std::ffi::{CStr, c_char, c_double, c_int, c_void};
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::{c_char, c_double, c_int, c_void};
 use std::sync::Arc;
 
-use cm_core::FlowId;
 use libcm::Cm;
 
-use crate::convert::{self, flow_id};
+use crate::calls::{self, bulk_notify, bulk_query, bulk_request, bulk_update};
+use crate::convert::flow_id;
 use crate::ctx::{CtxSend, CtxUpdate, SendCb, UpdateCb};
-use crate::guard::{self, Code, EFAULT, EINVAL};
+use crate::guard::{self, Code, EFAULT};
 use crate::{
     addr, cm_ctx, cm_estimate, cm_feedback, cm_flowid, cm_mflowid, ctx_arc, ctx_ref, mode_out,
-    slice,
 };
 
 fn publish(
@@ -56,13 +55,8 @@ pub unsafe extern "C" fn cm_ctx_new_embedded(out: *mut *mut cm_ctx) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cm_ctx_connect(path: *const c_char, out: *mut *mut cm_ctx) -> c_int {
     guard::int(|| {
-        let p = if path.is_null() {
-            libcm::default_socket_path()
-        } else {
-            // SAFETY: non-NULL and NUL-terminated by the caller's contract.
-            let s = unsafe { CStr::from_ptr(path) };
-            std::path::PathBuf::from(std::ffi::OsStr::from_bytes(s.to_bytes()))
-        };
+        // SAFETY: the caller's contract.
+        let p = unsafe { crate::convert::socket_path(path) };
         publish(out, || Cm::connect(&p))
     })
 }
@@ -108,59 +102,43 @@ ctx_int!(
 );
 ctx_int!(
     /// `cm_mtu` on a context.
-    fn cm_ctx_mtu(flow: cm_flowid) |c| {
-        let m = c.ctx.mtu(flow_id(flow)?)?;
-        Ok(c_int::try_from(m).unwrap_or(c_int::MAX))
-    }
+    fn cm_ctx_mtu(flow: cm_flowid) |c| calls::mtu(c, flow)
 );
 ctx_int!(
     /// `cm_request` on a context.
-    fn cm_ctx_request(flow: cm_flowid) |c| c.ctx.request(flow_id(flow)?, 1).map(|()| 0)
+    fn cm_ctx_request(flow: cm_flowid) |c| calls::request(c, flow, 1)
 );
 ctx_int!(
     /// `cm_request_mtus` on a context.
-    fn cm_ctx_request_mtus(flow: cm_flowid, k: c_int) |c| {
-        let k = u32::try_from(k).map_err(|_| EINVAL)?;
-        c.ctx.request(flow_id(flow)?, k).map(|()| 0)
-    }
+    fn cm_ctx_request_mtus(flow: cm_flowid, k: c_int) |c| calls::request(c, flow, k)
 );
 ctx_int!(
     /// `cm_notify` on a context.
-    fn cm_ctx_notify(flow: cm_flowid, nsent: i64) |c| {
-        c.ctx.notify(flow_id(flow)?, convert::bytes_in(nsent)?).map(|()| 0)
-    }
+    fn cm_ctx_notify(flow: cm_flowid, nsent: i64) |c| calls::notify(c, flow, nsent)
 );
 ctx_int!(
     /// `cm_update` on a context.
     fn cm_ctx_update(flow: cm_flowid, nsent: i64, nrecd: i64, lossmode: c_int, rtt: c_double) |c| {
-        let fb = convert::feedback(nsent, nrecd, lossmode, rtt)?;
-        c.ctx.update(flow_id(flow)?, fb).map(|()| 0)
+        calls::update(c, flow, nsent, nrecd, lossmode, rtt)
     }
 );
 ctx_int!(
     /// `cm_close` on a context.
-    fn cm_ctx_close(flow: cm_flowid) |c| c.ctx.close(flow_id(flow)?).map(|()| 0)
+    fn cm_ctx_close(flow: cm_flowid) |c| calls::close(c, flow)
 );
 ctx_int!(
     /// `cm_thresh(down, up)` on a context (context-wide).
-    fn cm_ctx_thresh(down: c_double, up: c_double) |c| {
-        let d = cm_core::Thresholds::default();
-        c.ctx.thresh_all(convert::thresholds(down, up, d.rtt_down, d.rtt_up)?).map(|()| 0)
-    }
+    fn cm_ctx_thresh(down: c_double, up: c_double) |c| calls::thresh(c, down, up)
 );
 ctx_int!(
     /// `cm_thresh_flow` on a context.
     fn cm_ctx_thresh_flow(flow: cm_flowid, rate_down: c_double, rate_up: c_double, rtt_down: c_double, rtt_up: c_double) |c| {
-        let t = convert::thresholds(rate_down, rate_up, rtt_down, rtt_up)?;
-        c.ctx.thresh_flow(flow_id(flow)?, t).map(|()| 0)
+        calls::thresh_flow(c, flow, rate_down, rate_up, rtt_down, rtt_up)
     }
 );
 ctx_int!(
     /// `cm_set_weight` on a context.
-    fn cm_ctx_set_weight(flow: cm_flowid, weight: c_int) |c| {
-        let w = u32::try_from(weight).map_err(|_| EINVAL)?;
-        c.ctx.set_weight(flow_id(flow)?, w).map(|()| 0)
-    }
+    fn cm_ctx_set_weight(flow: cm_flowid, weight: c_int) |c| calls::set_weight(c, flow, weight)
 );
 ctx_int!(
     /// `cm_register_send` on a context: `fn(ctx, flow, bytes, arg)`.
@@ -245,7 +223,7 @@ pub unsafe extern "C" fn cm_ctx_open_buffered(
         let c = unsafe { ctx_ref(c) }?;
         // SAFETY: the caller's contract; the length is checked by `read`.
         let dst = unsafe { addr::read(dst, Some(dstlen as usize)) }?;
-        c.ctx.open_buffered(crate::udp_socket(udp_fd)?, dst)
+        calls::open_buffered(c, udp_fd, dst)
     })
 }
 
@@ -262,10 +240,7 @@ pub unsafe extern "C" fn cm_ctx_send(
 ) -> c_int {
     guard::int(|| {
         // SAFETY: the caller's contract.
-        let c = unsafe { ctx_ref(c) }?;
-        // SAFETY: the caller's contract.
-        let data = unsafe { slice(buf.cast::<u8>(), len) }?;
-        c.ctx.send(flow_id(flow)?, data).map(|()| 0)
+        unsafe { calls::send(ctx_ref(c)?, flow, buf, len) }
     })
 }
 
@@ -300,8 +275,7 @@ pub unsafe extern "C" fn cm_ctx_query(
 pub unsafe extern "C" fn cm_ctx_getmacroflow(c: *mut cm_ctx, flow: cm_flowid) -> cm_mflowid {
     guard::long(|| {
         // SAFETY: the caller's contract.
-        let c = unsafe { ctx_ref(c) }?;
-        c.ctx.getmacroflow(flow_id(flow)?)
+        calls::getmacroflow(unsafe { ctx_ref(c) }?, flow)
     })
 }
 
@@ -317,93 +291,8 @@ pub unsafe extern "C" fn cm_ctx_setmacroflow(
 ) -> cm_mflowid {
     guard::long(|| {
         // SAFETY: the caller's contract.
-        let c = unsafe { ctx_ref(c) }?;
-        c.ctx.setmacroflow(mflow, flow_id(flow)?)
+        calls::setmacroflow(unsafe { ctx_ref(c) }?, mflow, flow)
     })
-}
-
-fn ids(flows: &[cm_flowid]) -> Result<Vec<FlowId>, Code> {
-    flows.iter().map(|&f| flow_id(f)).collect()
-}
-
-/// Shared by `cm_bulk_request` and `cm_ctx_bulk_request`.
-///
-/// # Safety
-/// `flows` points to `n` ids.
-pub(crate) unsafe fn bulk_request(
-    c: &cm_ctx,
-    flows: *const cm_flowid,
-    n: usize,
-) -> Result<c_int, Code> {
-    // SAFETY: the caller's contract.
-    let flows = ids(unsafe { slice(flows, n) }?)?;
-    c.ctx.bulk_request(&flows).map(|()| 0)
-}
-
-/// Shared by `cm_bulk_notify` and `cm_ctx_bulk_notify`.
-///
-/// # Safety
-/// `flows` and `nsent` point to `n` elements.
-pub(crate) unsafe fn bulk_notify(
-    c: &cm_ctx,
-    flows: *const cm_flowid,
-    nsent: *const i64,
-    n: usize,
-) -> Result<c_int, Code> {
-    // SAFETY: the caller's contract.
-    let (f, s) = unsafe { (slice(flows, n)?, slice(nsent, n)?) };
-    let sent = f
-        .iter()
-        .zip(s)
-        .map(|(&f, &s)| Ok((flow_id(f)?, convert::bytes_in(s)?)))
-        .collect::<Result<Vec<_>, Code>>()?;
-    c.ctx.bulk_notify(&sent).map(|()| 0)
-}
-
-/// Shared by `cm_bulk_update` and `cm_ctx_bulk_update`.
-///
-/// # Safety
-/// `fb` points to `n` reports.
-pub(crate) unsafe fn bulk_update(
-    c: &cm_ctx,
-    fb: *const cm_feedback,
-    n: usize,
-) -> Result<c_int, Code> {
-    // SAFETY: the caller's contract.
-    let fb = unsafe { slice(fb, n) }?;
-    let fbs = fb
-        .iter()
-        .map(|r| {
-            Ok((
-                flow_id(r.flow)?,
-                convert::feedback(r.nsent, r.nrecd, r.lossmode, r.rtt)?,
-            ))
-        })
-        .collect::<Result<Vec<_>, Code>>()?;
-    c.ctx.bulk_update(&fbs).map(|()| 0)
-}
-
-/// Shared by `cm_bulk_query` and `cm_ctx_bulk_query`.
-///
-/// # Safety
-/// `flows` points to `n` ids and `out` to room for `n` estimates.
-pub(crate) unsafe fn bulk_query(
-    c: &cm_ctx,
-    flows: *const cm_flowid,
-    n: usize,
-    out: *mut cm_estimate,
-) -> Result<c_int, Code> {
-    if n > 0 && out.is_null() {
-        return Err(EFAULT);
-    }
-    // SAFETY: the caller's contract.
-    let flows = ids(unsafe { slice(flows, n) }?)?;
-    let ests = c.ctx.bulk_query(&flows)?;
-    for (i, e) in ests.into_iter().enumerate().take(n) {
-        // SAFETY: out has room for n estimates (caller's contract), i < n.
-        unsafe { out.add(i).write_unaligned(e) };
-    }
-    Ok(0)
 }
 
 /// `cm_bulk_request` on a context.

@@ -1,6 +1,6 @@
-//! The client's end of a shared-memory link to the daemon (cm_ipc::shm):
+//! The client's end of the shared-memory rings to the daemon (cm_ipc::shm):
 //! frames out through one ring, frames in through the other, the daemon
-//! rung only when it sleeps, and our doorbell left armed whenever we hand
+//! rung only when it sleeps, and the client's doorbell left armed whenever libcm hands
 //! control back to the application, so the descriptor it polls becomes
 //! readable for the next frame.
 
@@ -16,25 +16,25 @@ use crate::error::CmError;
 /// declared stuck.
 const FULL_RING_PATIENCE: Duration = Duration::from_secs(10);
 
-/// An attached link.
-pub(crate) struct ClientLink {
+/// The client's end of attached rings.
+pub(crate) struct Rings {
     pub(crate) region: Region,
     bell_daemon: Doorbell,
     pub(crate) bell_me: Doorbell,
-    /// Our doorbell and the control socket in one descriptor, for the
+    /// The client's doorbell and the control socket in one descriptor, for the
     /// application's poll set (made on first use).
     poll_set: Option<OwnedFd>,
     /// SIGIO mode: the daemon also nudges the socket.
     pub(crate) socket_bell: bool,
     /// A frame copied out of the ring.
     buf: Vec<u8>,
-    /// Doorbells we rang (for benchmarks).
+    /// Doorbells rung to wake the daemon (for benchmarks).
     pub(crate) rang: u64,
-    /// We have asked the daemon to ring our doorbell before: from then on
+    /// The daemon was asked to ring the client's doorbell before: from then on
     /// a request found not standing at the next arm was taken, and rung.
     armed: bool,
-    /// Rings of our doorbell due and not yet read from it: one per request
-    /// the daemon took, one per ring of our own. Reading them as frames are
+    /// Rings of the client's doorbell due and not yet read from it: one per request
+    /// the daemon took, one per ring of libcm's own. Reading them as frames are
     /// taken keeps the descriptor readable only while something may wait,
     /// even for an application that polls it without calling
     /// `Cm::pollable_fd` before each sleep.
@@ -45,16 +45,16 @@ fn ring_err(e: RingError) -> CmError {
     CmError::Io(std::io::Error::other(e))
 }
 
-impl ClientLink {
-    /// The link from the descriptors that came with `Attached`: region,
-    /// daemon doorbell, our doorbell.
-    pub(crate) fn from_fds(fds: Vec<OwnedFd>) -> Result<ClientLink, CmError> {
+impl Rings {
+    /// The rings from the descriptors that came with `Attached`: region,
+    /// the daemon's doorbell, the client's doorbell.
+    pub(crate) fn from_fds(fds: Vec<OwnedFd>) -> Result<Rings, CmError> {
         let mut it = fds.into_iter();
         let (Some(region), Some(daemon), Some(me)) = (it.next(), it.next(), it.next()) else {
             return Err(CmError::Invalid("Attached without its three descriptors"));
         };
         let region = Region::open(region, Side::Client).map_err(ring_err)?;
-        Ok(ClientLink {
+        Ok(Rings {
             region,
             bell_daemon: Doorbell::from_fd(daemon),
             bell_me: Doorbell::from_fd(me),
@@ -93,7 +93,7 @@ impl ClientLink {
     /// Take every frame the daemon published, passing each to `frame`, and
     /// leave the ring armed (empty, doorbell requested). Returns how many.
     /// The doorbell is not silenced here (that is a system call): only
-    /// before a sleep, by [`ClientLink::prepare_poll`].
+    /// before a sleep, by [`Rings::prepare_poll`].
     pub(crate) fn drain(
         &mut self,
         mut frame: impl FnMut(&[u8]) -> Result<(), CmError>,
@@ -116,7 +116,7 @@ impl ClientLink {
         Ok(n)
     }
 
-    /// Make our descriptor readable now: events were read off the ring
+    /// Make the client's descriptor readable now: events were read off the ring
     /// while waiting for a reply and wait in the inbox for a dispatch.
     pub(crate) fn ring_self(&mut self) -> Result<(), CmError> {
         self.bell_me.ring()?;
@@ -125,7 +125,7 @@ impl ClientLink {
     }
 
     /// Ask the daemon to ring for its next frame (see `Region::arm`),
-    /// counting the ring owed if it took our previous request. Returns
+    /// counting the ring owed if it took the previous request. Returns
     /// whether the ring is empty.
     fn arm(&mut self) -> bool {
         let (empty, standing) = self.region.arm_counted();
@@ -136,7 +136,7 @@ impl ClientLink {
         empty
     }
 
-    /// Read the rings owed from our doorbell, if any (a system call only
+    /// Read the rings owed from the client's doorbell, if any (a system call only
     /// then: while the daemon has not rung, polling the rings costs none).
     /// A ring still on its way stays owed and is read by a later call; until
     /// then it makes the descriptor readable once, spuriously.
@@ -147,21 +147,21 @@ impl ClientLink {
         }
     }
 
-    /// We are about to wait for the daemon by polling and yielding our CPU
-    /// (`DaemonConn::spin_for_answer`): say which CPU, so a daemon that
-    /// follows its clients (cmd's follow.rs) can run here and take the CPU
-    /// we yield. vDSO getcpu, no system call.
+    /// The client is about to wait for the daemon by polling and yielding
+    /// its CPU (`DaemonConn::spin_for_answer`): say which CPU, so a daemon
+    /// that follows its clients (cm-daemon's `follow.rs`) can run here and
+    /// take the CPU the client yields. vDSO getcpu, no system call.
     pub(crate) fn waiting_here(&mut self) {
         let cpu = u32::try_from(rustix::thread::sched_getcpu()).unwrap_or(u32::MAX - 1);
         self.region.note_cpu(cpu);
     }
 
-    /// About to sleep on our doorbell (or the poll set holding it): silence
+    /// About to sleep on the client's doorbell (or the poll set holding it): silence
     /// it, then ask the daemon to ring for its next frame, and ring it
     /// ourselves if a frame already waits in the ring or `unread` (read but
     /// not yet dispatched). Every sleep is preceded by this, so the
     /// descriptor is readable exactly when something may wait: a ring that
-    /// was on its way when we silenced costs one spurious wake-up, and no
+    /// was on its way when it was silenced costs one spurious wake-up, and no
     /// frame is ever slept on. Reads no frame.
     pub(crate) fn prepare_poll(&mut self, unread: bool) -> Result<(), CmError> {
         // Silence it, owed or not (a ring nothing accounts for, e.g. one a
@@ -175,7 +175,7 @@ impl ClientLink {
     }
 
     /// One descriptor readable when the daemon rang or hung up: an epoll set
-    /// of our doorbell and the control socket.
+    /// of the client's doorbell and the control socket.
     pub(crate) fn poll_set(&mut self, sock: BorrowedFd<'_>) -> Result<BorrowedFd<'_>, CmError> {
         if self.poll_set.is_none() {
             let ep = epoll::create(epoll::CreateFlags::CLOEXEC)?;

@@ -16,9 +16,7 @@ pub fn line(level: &str, fields: Arguments<'_>) {
     if level == "info" && QUIET.load(Ordering::Relaxed) {
         return;
     }
-    let ts = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
+    let ts = cm_clock::unix_now();
     eprintln!("ts={ts:.6} level={level} {fields}");
 }
 

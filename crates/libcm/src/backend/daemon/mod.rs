@@ -1,6 +1,7 @@
-//! Daemon mode: the CM runs in `cmd`; calls travel in batched frames
-//! (cm-ipc), through the shared-memory rings once attached (the default,
-//! `link.rs`), else over the Unix `SOCK_SEQPACKET` control socket.
+//! Daemon mode: the CM runs in the daemon (`cmd`, crate cm-daemon); calls
+//! travel in batched frames (cm-ipc), through the shared-memory rings once
+//! attached (the default, `rings.rs`), else over the Unix `SOCK_SEQPACKET`
+//! control socket.
 //!
 //! Fire-and-forget calls (request, notify, update, close, thresh) are
 //! appended to an outgoing frame; [`crate::Cm`] flushes it after each call
@@ -32,13 +33,30 @@ use rustix::net::{
     send, socket_with,
 };
 
-use super::link::ClientLink;
-use crate::CmEvent;
+mod replies;
+
+use super::rings::Rings;
 use crate::error::CmError;
+use crate::event::CmEvent;
 
 /// How often an idle ring-mode client looks at the control socket for the
 /// daemon's hang-up when it does not block on it.
 const HANGUP_CHECK: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Traffic on the daemon connection (see [`crate::Cm::ipc_counters`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IpcCounters {
+    /// Frames sent to the daemon.
+    pub frames_out: u64,
+    /// Frames received from the daemon.
+    pub frames_in: u64,
+    /// Calls sent (messages in the frames out).
+    pub calls_out: u64,
+    /// Reads of the socket (or the ring) that found nothing.
+    pub empty_reads: u64,
+    /// Doorbells rung to wake the daemon (shared-memory rings only).
+    pub doorbells_out: u64,
+}
 
 /// How a daemon connection carries its frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,26 +87,26 @@ pub(crate) struct DaemonConn {
     out: Frame,
     inbox: VecDeque<ToClient>,
     next_seq: u32,
-    /// Our client id at the daemon.
+    /// The client id the daemon gave this connection.
     pub(crate) client: u64,
-    /// Our uid as the daemon sees it.
+    /// This process's uid as the daemon sees it.
     pub(crate) uid: u32,
     rbuf: Vec<u8>,
     /// How long to poll for an expected answer before sleeping.
-    pub(crate) spin: std::time::Duration,
+    spin: std::time::Duration,
     /// Calls in `out` that the daemon answers.
     out_answered: bool,
     /// A batch that the daemon answers was sent and nothing has come back
     /// since (and no spin has waited for it yet).
     awaiting: bool,
     /// The current (adaptive) spin, at most `spin`.
-    pub(crate) spin_now: std::time::Duration,
+    spin_now: std::time::Duration,
     /// When the oldest batch still waiting for an answer was sent.
     asked_at: Option<std::time::Instant>,
     /// Frames sent and received, messages sent (for benchmarks and `stat`).
-    pub(crate) counters: crate::IpcCounters,
-    /// The shared-memory link, once attached.
-    pub(crate) link: Option<ClientLink>,
+    counters: IpcCounters,
+    /// The shared-memory rings, once attached.
+    rings: Option<Rings>,
     /// When the socket was last looked at for a hang-up (ring mode).
     sock_checked: std::time::Instant,
 }
@@ -121,8 +139,8 @@ impl DaemonConn {
             awaiting: false,
             spin_now: DEFAULT_SPIN,
             asked_at: None,
-            counters: crate::IpcCounters::default(),
-            link: None,
+            counters: IpcCounters::default(),
+            rings: None,
             sock_checked: std::time::Instant::now(),
         };
         c.push(&ToDaemon::Hello {
@@ -170,7 +188,7 @@ impl DaemonConn {
                         return Err(CmError::Daemon(code));
                     }
                     ToClient::Attached { seq, .. } if Some(seq) == attach => {
-                        self.link = Some(ClientLink::from_fds(std::mem::take(&mut fds))?);
+                        self.rings = Some(Rings::from_fds(std::mem::take(&mut fds))?);
                         attached = true;
                     }
                     // Refused (or no shared memory here): stay on the socket.
@@ -192,15 +210,40 @@ impl DaemonConn {
     /// be slept on.
     pub(crate) fn prepare_poll(&mut self) -> Result<(), CmError> {
         let unread = !self.inbox.is_empty();
-        match &mut self.link {
+        match &mut self.rings {
             Some(l) => l.prepare_poll(unread),
             None => Ok(()),
         }
     }
 
+    /// Traffic so far, doorbells included.
+    pub(crate) fn counters(&self) -> IpcCounters {
+        let mut c = self.counters;
+        c.doorbells_out = self.rings.as_ref().map_or(0, |l| l.rang);
+        c
+    }
+
+    /// Whether frames travel through shared-memory rings.
+    pub(crate) fn has_rings(&self) -> bool {
+        self.rings.is_some()
+    }
+
+    /// SIGIO mode: the daemon nudges the socket too; `drain` looks at it.
+    pub(crate) fn set_socket_bell(&mut self) {
+        if let Some(l) = &mut self.rings {
+            l.socket_bell = true;
+        }
+    }
+
+    /// The longest spin for an answer (see [`crate::Cm::set_spin`]).
+    pub(crate) fn set_spin(&mut self, spin: std::time::Duration) {
+        self.spin = spin;
+        self.spin_now = spin;
+    }
+
     /// How frames travel now.
     pub(crate) fn transport(&self) -> Transport {
-        if self.link.is_some() {
+        if self.rings.is_some() {
             Transport::SharedMemory
         } else {
             Transport::Socket
@@ -213,9 +256,9 @@ impl DaemonConn {
     }
 
     /// The descriptor the application polls: the control socket, or with
-    /// rings our doorbell and the socket in one epoll set.
+    /// rings the client's doorbell and the socket in one epoll set.
     pub(crate) fn fd(&mut self) -> Result<BorrowedFd<'_>, CmError> {
-        match &mut self.link {
+        match &mut self.rings {
             Some(l) => l.poll_set(self.fd.as_fd()),
             None => Ok(self.fd.as_fd()),
         }
@@ -254,7 +297,7 @@ impl DaemonConn {
         if self.out.is_empty() {
             return Ok(());
         }
-        if let Some(l) = &mut self.link {
+        if let Some(l) = &mut self.rings {
             l.send(self.out.bytes(), self.fd.as_fd())?;
         } else {
             loop {
@@ -279,14 +322,14 @@ impl DaemonConn {
     /// Read every frame waiting, without blocking: from the rings (leaving
     /// ours armed) or the socket.
     pub(crate) fn drain(&mut self) -> Result<(), CmError> {
-        if self.link.is_some() {
+        if self.rings.is_some() {
             return self.drain_ring();
         }
         self.drain_socket_only()
     }
 
     fn drain_ring(&mut self) -> Result<(), CmError> {
-        let Some(l) = &mut self.link else {
+        let Some(l) = &mut self.rings else {
             return Ok(());
         };
         let inbox = &mut self.inbox;
@@ -343,7 +386,7 @@ impl DaemonConn {
         }
         let before = self.counters.frames_in;
         let until = std::time::Instant::now() + self.spin_now.min(self.spin);
-        if let Some(l) = &mut self.link {
+        if let Some(l) = &mut self.rings {
             l.waiting_here();
         }
         loop {
@@ -383,9 +426,9 @@ impl DaemonConn {
             tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: i64::from(d.subsec_nanos()),
         });
-        if self.link.is_some() {
+        if self.rings.is_some() {
             // Sleep only if nothing came meanwhile; then silence and arm
-            // the doorbell we sleep on.
+            // the doorbell the client sleeps on.
             self.drain_ring()?;
             if !self.inbox.is_empty() {
                 return Ok(());
@@ -393,10 +436,10 @@ impl DaemonConn {
             self.prepare_poll()?;
         }
         // The socket (its hang-up, SIGIO nudges or, without rings, every
-        // frame) and, with rings, our doorbell.
+        // frame) and, with rings, the client's doorbell.
         let sock = PollFd::new(&self.fd, PollFlags::IN);
         let mut fds = [sock.clone(), sock];
-        let n = match &self.link {
+        let n = match &self.rings {
             Some(l) => {
                 fds[1] = PollFd::new(&l.bell_me, PollFlags::IN);
                 2
@@ -411,7 +454,7 @@ impl DaemonConn {
         if ready.intersects(PollFlags::IN | PollFlags::HUP | PollFlags::ERR) {
             self.drain_socket_only()?;
         }
-        if self.link.is_some() {
+        if self.rings.is_some() {
             self.drain_ring()?;
         }
         Ok(())
@@ -421,7 +464,7 @@ impl DaemonConn {
     pub(crate) fn pump(&mut self, out: &mut VecDeque<CmEvent>) -> Result<(), CmError> {
         self.drain()?;
         while let Some(m) = self.inbox.pop_front() {
-            if let Some(ev) = super::from_wire(&m) {
+            if let Some(ev) = CmEvent::from_wire(&m) {
                 out.push_back(ev);
             }
             // A reply nobody waits for (a call abandoned by an error) is dropped.
@@ -433,102 +476,6 @@ impl DaemonConn {
     pub(crate) fn has_inbox(&self) -> bool {
         !self.inbox.is_empty()
     }
-
-    /// Send calls that each carry a fresh `seq` (built by `make`) and wait
-    /// for all their replies, in order. Events that arrive meanwhile stay in
-    /// the inbox.
-    pub(crate) fn call_many(
-        &mut self,
-        n: usize,
-        mut make: impl FnMut(usize, u32) -> ToDaemon,
-    ) -> Result<Vec<ToClient>, CmError> {
-        let mut seqs = Vec::with_capacity(n);
-        for i in 0..n {
-            let s = self.seq();
-            seqs.push(s);
-            self.push(&make(i, s))?;
-        }
-        self.wait_replies(&seqs)
-    }
-
-    /// One call with a reply (a refusal is an error).
-    pub(crate) fn call(&mut self, make: impl FnOnce(u32) -> ToDaemon) -> Result<ToClient, CmError> {
-        let seq = self.seq();
-        self.push(&make(seq))?;
-        match self.wait_replies(&[seq])?.pop() {
-            Some(ToClient::Error { code, .. }) => Err(CmError::Daemon(code)),
-            Some(reply) => Ok(reply),
-            None => Err(CmError::Disconnected),
-        }
-    }
-
-    /// Flush, then wait for one reply per `seq`, returned in `seqs` order.
-    fn wait_replies(&mut self, seqs: &[u32]) -> Result<Vec<ToClient>, CmError> {
-        self.flush()?;
-        let mut replies: Vec<Option<ToClient>> = vec![None; seqs.len()];
-        let mut got = 0;
-        while got < seqs.len() {
-            let mut i = 0;
-            while i < self.inbox.len() {
-                let seq = reply_seq(&self.inbox[i]);
-                match seq.and_then(|s| seqs.iter().position(|&x| x == s)) {
-                    Some(slot) if replies[slot].is_none() => {
-                        replies[slot] = self.inbox.remove(i);
-                        got += 1;
-                    }
-                    _ => i += 1,
-                }
-            }
-            if got < seqs.len() {
-                self.block(None)?;
-            }
-        }
-        self.announce_inbox()?;
-        replies
-            .into_iter()
-            .map(|r| r.ok_or(CmError::Disconnected))
-            .collect()
-    }
-
-    /// After waiting for a reply: events that came meanwhile wait in the
-    /// inbox, not in the ring, so make the application's descriptor
-    /// readable for them (it may sleep on it without asking again).
-    fn announce_inbox(&mut self) -> Result<(), CmError> {
-        match &mut self.link {
-            Some(l) if !self.inbox.is_empty() => l.ring_self(),
-            _ => Ok(()),
-        }
-    }
-
-    /// A `Stat`-shaped call: collect replies up to its `StatEnd`.
-    pub(crate) fn call_listing(
-        &mut self,
-        make: impl FnOnce(u32) -> ToDaemon,
-    ) -> Result<Vec<ToClient>, CmError> {
-        let seq = self.seq();
-        self.push(&make(seq))?;
-        self.flush()?;
-        let mut out = Vec::new();
-        loop {
-            let mut i = 0;
-            while i < self.inbox.len() {
-                if reply_seq(&self.inbox[i]) == Some(seq) {
-                    match self.inbox.remove(i) {
-                        Some(ToClient::StatEnd { .. }) => {
-                            self.announce_inbox()?;
-                            return Ok(out);
-                        }
-                        Some(ToClient::Error { code, .. }) => return Err(CmError::Daemon(code)),
-                        Some(m) => out.push(m),
-                        None => {}
-                    }
-                } else {
-                    i += 1;
-                }
-            }
-            self.block(None)?;
-        }
-    }
 }
 
 impl Drop for DaemonConn {
@@ -539,26 +486,5 @@ impl Drop for DaemonConn {
     /// that is gone is not an error here.
     fn drop(&mut self) {
         let _ = self.flush();
-    }
-}
-
-/// The `seq` a reply echoes (0 and events: none).
-fn reply_seq(m: &ToClient) -> Option<u32> {
-    use ToClient as T;
-    match *m {
-        T::Opened { seq, .. }
-        | T::Estimate { seq, .. }
-        | T::Mtu { seq, .. }
-        | T::Macroflow { seq, .. }
-        | T::StatMacroflow { seq, .. }
-        | T::StatFlow { seq, .. }
-        | T::StatEnd { seq }
-        | T::Pong { seq }
-        | T::Error { seq, .. }
-            if seq != 0 =>
-        {
-            Some(seq)
-        }
-        _ => None,
     }
 }

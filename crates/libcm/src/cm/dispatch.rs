@@ -3,8 +3,10 @@
 
 use std::os::fd::{AsRawFd, BorrowedFd};
 
+use super::Cm;
+use crate::backend::Backend;
 use crate::error::CmError;
-use crate::{Backend, Cm, CmEvent, SendCallback, UpdateCallback};
+use crate::event::CmEvent;
 
 impl Cm {
     /// Gather what the CM has for us without blocking; grants for buffered
@@ -28,25 +30,6 @@ impl Cm {
             self.pump()?;
         }
         Ok(self.events.pop_front())
-    }
-
-    /// `cm_register_send`: the function called for each grant during
-    /// [`Cm::dispatch`] (the paper's `cmapp_send`).
-    pub fn register_send(
-        &mut self,
-        cb: impl FnMut(&mut Cm, cm_core::FlowId, cm_core::Bytes) + 'static,
-    ) {
-        self.on_send = Some(Box::new(cb) as SendCallback);
-    }
-
-    /// `cm_register_update`: the function called for each rate update during
-    /// [`Cm::dispatch`] (the paper's `cmapp_update`). Enable updates per flow
-    /// with [`Cm::set_rate_updates`] or [`Cm::thresh`].
-    pub fn register_update(
-        &mut self,
-        cb: impl FnMut(&mut Cm, cm_core::FlowId, cm_core::PathEstimate) + 'static,
-    ) {
-        self.on_update = Some(Box::new(cb) as UpdateCallback);
     }
 
     /// Deliver every ready event to the registered callbacks (events with no
@@ -155,7 +138,7 @@ impl Cm {
                 if !self.events.is_empty() {
                     return Some(std::time::Duration::ZERO);
                 }
-                e.core.poll_timeout().map(|t| e.clock.until(t))
+                e.core.poll_timeout().map(cm_clock::until)
             }
             Backend::Daemon(d) => {
                 // The caller is about to sleep: batched calls must go now.
@@ -166,7 +149,7 @@ impl Cm {
                 }
                 // With rings: look (memory only), then silence and arm the
                 // doorbell the application will sleep on.
-                if d.link.is_some() && (d.drain().is_err() || d.prepare_poll().is_err()) {
+                if d.has_rings() && (d.drain().is_err() || d.prepare_poll().is_err()) {
                     return Some(std::time::Duration::ZERO);
                 }
                 d.has_inbox().then_some(std::time::Duration::ZERO)
@@ -225,15 +208,13 @@ impl Cm {
     /// handler and calls [`Cm::dispatch`] after it runs.
     pub fn enable_sigio(&mut self) -> Result<(), CmError> {
         if let Backend::Daemon(d) = &mut self.backend {
-            if d.link.is_some() {
+            if d.has_rings() {
                 // An eventfd cannot raise SIGIO: the daemon also nudges the
                 // socket, which can.
                 sigio::enable(d.socket().as_raw_fd())?;
                 d.push(&cm_ipc::ToDaemon::SocketDoorbell { on: true })?;
                 d.flush()?;
-                if let Some(l) = &mut d.link {
-                    l.socket_bell = true;
-                }
+                d.set_socket_bell();
                 return Ok(());
             }
         }

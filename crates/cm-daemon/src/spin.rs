@@ -1,7 +1,7 @@
 //! Spin-then-block waiting for the daemon's loop.
 //!
 //! A cross-CPU wake-up of a sleeping thread costs ~50 µs on the target
-//! machine (DESIGN.md "Platform facts"), several times the work of a whole
+//! machine (a 2-CPU VM), several times the work of a whole
 //! loop turn. While clients are busy, the next frame usually arrives within
 //! microseconds of the last, so after a turn that did work the loop keeps
 //! polling without blocking for a bounded time, yielding the CPU between

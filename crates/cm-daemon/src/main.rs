@@ -54,48 +54,37 @@ struct Args {
     quiet: bool,
 }
 
+/// Overwrite `slot` with a value given on the command line.
+fn set<T>(slot: &mut T, flag: Option<T>) {
+    if let Some(v) = flag {
+        *slot = v;
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     let a = Args::parse();
-    cmd::log::set_quiet(a.quiet);
+    cm_daemon::log::set_quiet(a.quiet);
     let mut cfg = match &a.config {
-        Some(p) => cmd::DaemonConfig::from_file(p)?,
-        None => cmd::DaemonConfig::default(),
+        Some(p) => cm_daemon::DaemonConfig::from_file(p)?,
+        None => cm_daemon::DaemonConfig::default(),
     };
-    if let Some(v) = a.initial_window {
-        cfg.initial_window = v;
-    }
-    if let Some(v) = a.scheduler {
-        cfg.scheduler = v;
-    }
-    if let Some(v) = a.aging {
-        cfg.aging = v;
-    }
-    if a.share_across_users {
-        cfg.share_across_users = true;
-    }
-    if let Some(v) = a.max_flows_per_client {
-        cfg.max_flows_per_client = v;
-    }
-    if let Some(v) = a.max_messages_per_sec {
-        cfg.max_messages_per_sec = v;
-    }
-    if let Some(v) = a.max_clients_per_user {
-        cfg.max_clients_per_user = v;
-    }
-    if let Some(v) = a.spin_us {
-        cfg.spin_us = v;
-    }
-    if a.no_shared_memory {
-        cfg.shared_memory = false;
-    }
-    if a.no_follow_client_cpu {
-        cfg.follow_client_cpu = false;
-    }
+    // Flags override the file.
+    set(&mut cfg.initial_window, a.initial_window);
+    set(&mut cfg.scheduler, a.scheduler);
+    set(&mut cfg.aging, a.aging);
+    set(&mut cfg.max_flows_per_client, a.max_flows_per_client);
+    set(&mut cfg.max_messages_per_sec, a.max_messages_per_sec);
+    set(&mut cfg.max_clients_per_user, a.max_clients_per_user);
+    set(&mut cfg.spin_us, a.spin_us);
+    cfg.share_across_users |= a.share_across_users;
+    cfg.shared_memory &= !a.no_shared_memory;
+    cfg.follow_client_cpu &= !a.no_follow_client_cpu;
     let path = a
         .socket
         .or_else(|| cfg.socket.clone())
         .unwrap_or_else(cm_ipc::default_socket_path);
-    let mut d = cmd::Daemon::bind(cfg, &path).context("starting the daemon")?;
+    let mut d = cm_daemon::Daemon::bind(cfg, &path).context("starting the daemon")?;
     d.handle_signals()?;
-    d.run()
+    d.run()?;
+    Ok(())
 }

@@ -1,0 +1,122 @@
+//! Opening and closing flows and their macroflows (`cm_open`, `cm_close`,
+//! `cm_getmacroflow`, `cm_setmacroflow`), with the sharing rule of
+//! cm-implementation-linux §5 "Trust issues": flows of different users
+//! share a macroflow only when configured.
+
+use cm_core::{ClientId, FlowId, MacroflowId, OpenParams};
+use cm_ipc::{ErrorCode, ToClient};
+
+use super::Daemon;
+use super::calls::{Reply, answer, code_of, done};
+
+impl Daemon {
+    /// The macroflow sharing partition of a user: one per uid unless users
+    /// share (then all use partition 0).
+    fn partition(&self, uid: u32) -> u64 {
+        if self.cfg.share_across_users {
+            0
+        } else {
+            u64::from(uid) + 1
+        }
+    }
+
+    /// The uid owning a macroflow's partition (`ALL_USERS` when shared).
+    pub(super) fn macroflow_uid(&self, id: MacroflowId, key_partition: Option<u64>) -> u32 {
+        match key_partition {
+            Some(0) => cm_ipc::stat::ALL_USERS,
+            Some(p) => u32::try_from(p - 1).unwrap_or(cm_ipc::stat::ALL_USERS),
+            None => self
+                .mf_owner
+                .get(&id.to_u64())
+                .copied()
+                .unwrap_or(cm_ipc::stat::ALL_USERS),
+        }
+    }
+
+    /// Whether `uid` may put flows into (or look at) macroflow `id`.
+    fn may_use_macroflow(&self, uid: u32, id: MacroflowId) -> bool {
+        let Ok(info) = self.core.macroflow_info(id) else {
+            return false;
+        };
+        let owner = self.macroflow_uid(id, info.key.map(|k| k.partition));
+        self.cfg.share_across_users || owner == uid
+    }
+
+    /// `Open`: a flow for session `token`, in its user's partition.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn open(
+        &mut self,
+        now: cm_core::Instant,
+        token: u64,
+        client: ClientId,
+        uid: u32,
+        seq: u32,
+        src: Option<core::net::SocketAddr>,
+        dst: core::net::SocketAddr,
+    ) -> Reply {
+        let flows = self.sessions.get(&token).map_or(0, |s| s.flows);
+        if flows >= self.cfg.max_flows_per_client {
+            return Err(ErrorCode::LimitReached);
+        }
+        let mut p = OpenParams::to(dst);
+        p.src = src;
+        p.partition = self.partition(uid);
+        let f = self.core.open(now, client, p).map_err(|e| code_of(&e))?;
+        self.owner.insert(f.to_u64(), token);
+        if let Some(s) = self.sessions.get_mut(&token) {
+            s.flows += 1;
+        }
+        Ok(Some(ToClient::Opened {
+            seq,
+            flow: f.to_u64(),
+        }))
+    }
+
+    /// `Close`: the flow ends and its session forgets it.
+    pub(super) fn close(&mut self, now: cm_core::Instant, token: u64, flow: FlowId) -> Reply {
+        done(self.core.close(now, flow))?;
+        self.owner.remove(&flow.to_u64());
+        if let Some(s) = self.sessions.get_mut(&token) {
+            s.flows = s.flows.saturating_sub(1);
+        }
+        Ok(None)
+    }
+
+    /// `GetMacroflow`: the flow's macroflow.
+    pub(super) fn get_macroflow(&self, seq: u32, flow: FlowId) -> Reply {
+        answer(self.core.macroflow_of(flow), |id| ToClient::Macroflow {
+            seq,
+            id: id.to_u64(),
+        })
+    }
+
+    /// `SetMacroflow`: move the flow into `target` (one the caller may
+    /// use), or into a new macroflow the caller then owns.
+    pub(super) fn set_macroflow(
+        &mut self,
+        now: cm_core::Instant,
+        uid: u32,
+        seq: u32,
+        flow: FlowId,
+        target: Option<u64>,
+    ) -> Reply {
+        let target = target.map(MacroflowId::from_u64);
+        if let Some(t) = target {
+            if !self.may_use_macroflow(uid, t) {
+                // Someone else's macroflow is indistinguishable from none.
+                return Err(ErrorCode::UnknownMacroflow);
+            }
+        }
+        let id = self
+            .core
+            .set_macroflow(now, flow, target)
+            .map_err(|e| code_of(&e))?;
+        if target.is_none() {
+            self.mf_owner.insert(id.to_u64(), uid);
+        }
+        Ok(Some(ToClient::Macroflow {
+            seq,
+            id: id.to_u64(),
+        }))
+    }
+}

@@ -1,0 +1,106 @@
+//! Buffered send (`cm_send`, cm-implementation-linux §2.1.2 (i), §3.3): a
+//! congestion-controlled UDP socket. Datagrams queue in libcm
+//! (`send_queue.rs`); each grant the CM issues for the flow sends the head
+//! datagram and notifies the CM, so the socket's output is paced by the
+//! macroflow's window and rate. The application still reports
+//! acknowledgements with [`Cm::update`].
+
+use std::net::{SocketAddr, UdpSocket};
+
+use cm_core::FlowId;
+
+use super::Cm;
+use crate::error::CmError;
+use crate::event::CmEvent;
+use crate::send_queue::SendQueue;
+
+impl Cm {
+    /// Open a buffered flow: datagrams given to [`Cm::send`] leave `sock`
+    /// for `dst` as the CM allows. Keep a clone of the socket
+    /// (`try_clone`) to read acknowledgements from it.
+    pub fn open_buffered(&mut self, sock: UdpSocket, dst: SocketAddr) -> Result<FlowId, CmError> {
+        let src = sock.local_addr().ok();
+        let flow = self.open(src, dst)?;
+        self.buffered.insert(flow, SendQueue::new(sock, dst));
+        Ok(flow)
+    }
+
+    /// `cm_send(flow, data)`: queue one datagram (at most one MTU; larger
+    /// datagrams are refused rather than fragmented). Fails with
+    /// [`CmError::QueueFull`] when the flow's queue holds its limit: call
+    /// [`Cm::dispatch`] (or wait) and try again.
+    pub fn send(&mut self, flow: FlowId, data: &[u8]) -> Result<(), CmError> {
+        let mtu = self.mtu(flow)? as usize;
+        if data.len() > mtu {
+            return Err(CmError::Invalid("datagram larger than the flow's MTU"));
+        }
+        let q = self.queue_mut(flow)?;
+        if !q.push(data) {
+            return Err(CmError::QueueFull(flow));
+        }
+        // Sent at once like any call (batch with `set_autoflush(false)`):
+        // an application may well wait on the descriptor before it next
+        // dispatches.
+        self.request(flow)
+    }
+
+    /// Bytes queued on a buffered flow and not yet sent.
+    pub fn backlog(&self, flow: FlowId) -> Result<usize, CmError> {
+        self.queue(flow).map(SendQueue::queued_bytes)
+    }
+
+    /// Datagrams a buffered flow has sent so far.
+    pub fn buffered_sent(&self, flow: FlowId) -> Result<u64, CmError> {
+        self.queue(flow).map(SendQueue::sent)
+    }
+
+    /// When the `nth` datagram given to [`Cm::send`] on this flow (counting
+    /// from 0) actually left the socket, for RTT samples: time spent
+    /// waiting in the queue is not round-trip time (measuring from `send`
+    /// inflates the RTT, which slows the pacing, which lengthens the queue).
+    /// `None` if it has not been sent yet or is too old (the last 65,536
+    /// are kept).
+    pub fn buffered_send_time(&self, flow: FlowId, nth: u64) -> Option<std::time::Instant> {
+        self.buffered.get(&flow)?.send_time(nth)
+    }
+
+    /// Set the queue limit of a buffered flow, in bytes.
+    pub fn set_queue_limit(&mut self, flow: FlowId, bytes: usize) -> Result<(), CmError> {
+        self.queue_mut(flow)?.set_limit(bytes);
+        Ok(())
+    }
+
+    fn queue(&self, flow: FlowId) -> Result<&SendQueue, CmError> {
+        self.buffered.get(&flow).ok_or(CmError::NotBuffered(flow))
+    }
+
+    fn queue_mut(&mut self, flow: FlowId) -> Result<&mut SendQueue, CmError> {
+        self.buffered
+            .get_mut(&flow)
+            .ok_or(CmError::NotBuffered(flow))
+    }
+
+    /// Serve grants of buffered flows from their queues (called as events
+    /// arrive). A grant with nothing queued is declined.
+    pub(super) fn serve_buffered(&mut self) -> Result<(), CmError> {
+        let mut i = 0;
+        while i < self.events.len() {
+            let CmEvent::Send { flow, bytes } = self.events[i] else {
+                i += 1;
+                continue;
+            };
+            let mtu = u64::from(self.mtus.get(&flow).copied().unwrap_or(1460).max(1));
+            let Some(q) = self.buffered.get_mut(&flow) else {
+                i += 1;
+                continue;
+            };
+            self.events.remove(i);
+            let (sent, missing) = q.serve(bytes.get(), mtu);
+            self.notify(flow, sent)?;
+            for _ in 0..missing {
+                self.request(flow)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,130 @@
+//! How a call reaches the CM: applied to the embedded core at once, or
+//! queued for the daemon and sent at once or in a batch
+//! ([`Cm::set_autoflush`], [`Cm::set_batch_limit`]), or sent with a reply
+//! awaited (after a short spin, [`Cm::set_spin`]).
+
+use cm_core::CongestionManager;
+use cm_core::Instant;
+use cm_ipc::{ToClient, ToDaemon};
+
+use super::Cm;
+use crate::backend::Backend;
+use crate::backend::embedded::Embedded;
+use crate::error::CmError;
+
+impl Cm {
+    /// A fire-and-forget call: `embedded` applies it to the in-process
+    /// core at `now`, or `wire` makes its message for the daemon; then it
+    /// is sent per the batching rules ([`Cm::after_call`]).
+    pub(super) fn fire(
+        &mut self,
+        embedded: impl FnOnce(&mut CongestionManager, Instant) -> Result<(), cm_core::Error>,
+        wire: impl FnOnce() -> ToDaemon,
+    ) -> Result<(), CmError> {
+        match &mut self.backend {
+            Backend::Embedded(e) => {
+                let now = e.now();
+                embedded(&mut e.core, now)?;
+            }
+            Backend::Daemon(d) => d.push(&wire())?,
+        }
+        self.after_call()
+    }
+
+    /// A call with an answer: `embedded` asks the in-process core, or
+    /// `wire` makes the daemon's message (with the `seq` its reply echoes)
+    /// and `reply` reads the answer; any other reply is `unexpected`.
+    pub(super) fn ask<T>(
+        &mut self,
+        embedded: impl FnOnce(&mut Embedded) -> Result<T, cm_core::Error>,
+        wire: impl FnOnce(u32) -> ToDaemon,
+        reply: impl FnOnce(ToClient) -> Option<T>,
+        unexpected: &'static str,
+    ) -> Result<T, CmError> {
+        match &mut self.backend {
+            Backend::Embedded(e) => Ok(embedded(e)?),
+            Backend::Daemon(d) => reply(d.call(wire)?).ok_or(CmError::Invalid(unexpected)),
+        }
+    }
+
+    /// After a fire-and-forget call: send it now unless calls are being
+    /// batched (inside a dispatch, or with autoflush off).
+    pub(crate) fn after_call(&mut self) -> Result<(), CmError> {
+        match &mut self.backend {
+            Backend::Daemon(d) if self.autoflush && !self.dispatching => d.flush(),
+            // Batching: send once enough calls have gathered.
+            Backend::Daemon(d) if d.batch_full(self.batch_limit) => d.flush(),
+            Backend::Daemon(_) => Ok(()),
+            Backend::Embedded(e) => {
+                e.pump(&mut self.events);
+                if !self.dispatching {
+                    e.rearm(!self.events.is_empty())?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Run `f` with flushing deferred, then flush once.
+    pub(super) fn batched<T>(
+        &mut self,
+        f: impl FnOnce(&mut Cm) -> Result<T, CmError>,
+    ) -> Result<T, CmError> {
+        let was = self.autoflush;
+        self.autoflush = false;
+        let r = f(self);
+        self.autoflush = was;
+        let flushed = self.after_call();
+        let v = r?;
+        flushed?;
+        Ok(v)
+    }
+
+    /// Daemon mode: with `false`, calls are gathered and sent to the daemon
+    /// together once [`Cm::set_batch_limit`] of them wait, or when the
+    /// application calls [`Cm::flush`], [`Cm::next_timeout`], [`Cm::wait`],
+    /// [`Cm::pollable_fd`] or any call that returns a value. An
+    /// application that sleeps on its own must call one of those first.
+    /// With `true` (the default) every call outside a dispatch is sent at
+    /// once, and calls made from callbacks go out at the end of the
+    /// dispatch. Embedded mode has nothing to batch.
+    pub fn set_autoflush(&mut self, on: bool) {
+        self.autoflush = on;
+    }
+
+    /// How many calls may wait in a batch (with autoflush off) before they
+    /// are sent (default 32; at least 1). A batch of fire-and-forget calls
+    /// only (`notify`, `update`, ...) may grow 8 times larger before it is
+    /// sent on its own, since the daemon answers none of them: it goes with
+    /// the next request or call with a reply, or when the application is
+    /// about to sleep, in the order the calls were made.
+    pub fn set_batch_limit(&mut self, calls: usize) {
+        self.batch_limit = calls.max(1);
+    }
+
+    /// Daemon mode: how long, before sleeping, libcm polls the daemon
+    /// connection for the answer to calls it just sent (a grant for a
+    /// request, a reply), yielding the CPU between polls: in
+    /// [`Cm::next_timeout`] (which then returns zero if the answer came),
+    /// [`Cm::wait`], and calls that wait for a reply. It spins at most once
+    /// per batch sent, so at most this long per sleep, and adaptively: the
+    /// spin doubles (up to this) while answers come within it and halves
+    /// (down to 10 µs) while they come later or not at all, e.g. when the
+    /// window is full. A thread that keeps polling is not put to sleep and
+    /// woken again, which costs ~50 µs across CPUs (cm-ipc "Waiting: spin,
+    /// then block"). Default 500 µs; zero never spins. Embedded mode never
+    /// waits for an answer.
+    pub fn set_spin(&mut self, spin: std::time::Duration) {
+        if let Backend::Daemon(d) = &mut self.backend {
+            d.set_spin(spin);
+        }
+    }
+
+    /// Send batched calls to the daemon now (no-op in embedded mode).
+    pub fn flush(&mut self) -> Result<(), CmError> {
+        match &mut self.backend {
+            Backend::Daemon(d) => d.flush(),
+            Backend::Embedded(_) => Ok(()),
+        }
+    }
+}

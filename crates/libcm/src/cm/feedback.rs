@@ -1,0 +1,74 @@
+//! Feedback and what the CM knows: `cm_update`, `cm_query` and their bulk
+//! forms (cm-implementation-linux §2.1, §5; RFC 3124 §4.3).
+
+use cm_core::{Feedback, FlowId, PathEstimate};
+use cm_ipc::{ToClient, ToDaemon};
+
+use super::Cm;
+use crate::backend::Backend;
+use crate::error::CmError;
+
+impl Cm {
+    /// `cm_update(flow, nsent, nrecd, lossmode, rtt)`: feedback from the
+    /// receiver. `fb.nsent` bytes were resolved, `fb.nrecd` of them arrived.
+    pub fn update(&mut self, flow: FlowId, fb: Feedback) -> Result<(), CmError> {
+        if fb.nrecd > fb.nsent {
+            return Err(CmError::Invalid("nrecd exceeds nsent"));
+        }
+        self.fire(
+            |core, now| core.update(now, flow, fb),
+            || ToDaemon::Update {
+                flow: flow.to_u64(),
+                nsent: fb.nsent.get(),
+                nrecd: fb.nrecd.get(),
+                loss: fb.loss,
+                rtt_us: fb.rtt.map(cm_core::Duration::as_micros),
+            },
+        )
+    }
+
+    /// `cm_query(flow)`: the flow's share of the path's rate, the path's
+    /// smoothed RTT and variation, and its loss rate; `None` fields have no
+    /// estimate yet.
+    pub fn query(&mut self, flow: FlowId) -> Result<PathEstimate, CmError> {
+        self.ask(
+            |e| e.core.query(flow),
+            |seq| ToDaemon::Query {
+                seq,
+                flow: flow.to_u64(),
+            },
+            |r| match r {
+                ToClient::Estimate { estimate, .. } => Some(estimate.into()),
+                _ => None,
+            },
+            "unexpected reply to query",
+        )
+    }
+
+    /// `cm_bulk_update`: several feedback reports in one call.
+    pub fn bulk_update(&mut self, fbs: &[(FlowId, Feedback)]) -> Result<(), CmError> {
+        self.batched(|cm| fbs.iter().try_for_each(|&(f, fb)| cm.update(f, fb)))
+    }
+
+    /// `cm_bulk_query`: the estimates of several flows in one round trip.
+    pub fn bulk_query(&mut self, flows: &[FlowId]) -> Result<Vec<PathEstimate>, CmError> {
+        match &mut self.backend {
+            Backend::Embedded(e) => flows
+                .iter()
+                .map(|&f| e.core.query(f).map_err(CmError::from))
+                .collect(),
+            Backend::Daemon(d) => d
+                .call_many(flows.len(), |i, seq| ToDaemon::Query {
+                    seq,
+                    flow: flows[i].to_u64(),
+                })?
+                .into_iter()
+                .map(|r| match r {
+                    ToClient::Estimate { estimate, .. } => Ok(estimate.into()),
+                    ToClient::Error { code, .. } => Err(CmError::Daemon(code)),
+                    _ => Err(CmError::Invalid("unexpected reply to query")),
+                })
+                .collect(),
+        }
+    }
+}

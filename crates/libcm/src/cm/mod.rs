@@ -1,0 +1,165 @@
+//! The [`Cm`] handle: one application's (or thread's) way to the
+//! congestion manager, embedded or the daemon.
+//!
+//! Its `impl` is split by API group, as `cm-core`'s `manager/` is: this
+//! file holds the handle, its constructors and what it says about itself;
+//! `calls.rs` how a call reaches the CM (at once, batched, or waiting for
+//! a reply) and the batching and spinning knobs; `flows.rs` opening and
+//! closing flows, the MTU, macroflows and weights; `sending.rs` requests,
+//! notifications and the send callback; `feedback.rs` updates and
+//! queries; `rate_updates.rs` rate callbacks and thresholds; `dispatch.rs`
+//! events, callbacks, waiting, the pollable descriptor and SIGIO;
+//! `stat.rs` what `cm stat` sees; `buffered.rs` buffered sends
+//! (`cm_send`).
+
+mod buffered;
+mod calls;
+mod dispatch;
+mod feedback;
+mod flows;
+mod rate_updates;
+mod sending;
+pub(crate) mod stat;
+
+use std::collections::VecDeque;
+use std::path::Path;
+
+use cm_core::idhash::IdMap;
+use cm_core::{Bytes, Config, FlowId, PathEstimate};
+
+use crate::backend::Backend;
+use crate::backend::daemon::{DaemonConn, IpcCounters, Transport};
+use crate::backend::embedded::Embedded;
+use crate::error::CmError;
+use crate::event::CmEvent;
+use crate::send_queue::SendQueue;
+
+/// Which CM a [`Cm`] talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// A CM inside this process.
+    Embedded,
+    /// The host's CM daemon.
+    Daemon,
+}
+
+/// `cmapp_send` as a Rust callback: the flow and the bytes granted.
+pub type SendCallback = Box<dyn FnMut(&mut Cm, FlowId, Bytes)>;
+/// `cmapp_update` as a Rust callback: the flow and its new estimate.
+pub type UpdateCallback = Box<dyn FnMut(&mut Cm, FlowId, PathEstimate)>;
+
+/// A handle on the Congestion Manager: one per application (or thread).
+pub struct Cm {
+    pub(crate) backend: Backend,
+    /// Events ready for the application (or a buffered flow).
+    pub(crate) events: VecDeque<CmEvent>,
+    on_send: Option<SendCallback>,
+    on_update: Option<UpdateCallback>,
+    /// The send queues of buffered flows.
+    buffered: IdMap<FlowId, SendQueue>,
+    /// Inside `dispatch`: calls made by callbacks are batched.
+    dispatching: bool,
+    autoflush: bool,
+    /// Calls gathered before a batch is sent (autoflush off).
+    batch_limit: usize,
+    /// MTUs already asked for, per flow.
+    mtus: IdMap<FlowId, u32>,
+}
+
+impl std::fmt::Debug for Cm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cm")
+            .field("mode", &self.mode())
+            .field("events", &self.events.len())
+            .finish()
+    }
+}
+
+impl Cm {
+    /// The daemon at [`crate::default_socket_path`] if one is listening,
+    /// else an embedded CM with the default configuration.
+    pub fn new() -> Result<Cm, CmError> {
+        let path = cm_ipc::default_socket_path();
+        if path.exists() {
+            match Cm::connect(&path) {
+                Ok(cm) => return Ok(cm),
+                Err(CmError::NoDaemon { .. }) => {} // stale socket file
+                Err(e) => return Err(e),
+            }
+        }
+        Cm::embedded(Config::default())
+    }
+
+    /// A CM inside this process.
+    pub fn embedded(cfg: Config) -> Result<Cm, CmError> {
+        Ok(Cm::with_backend(Backend::Embedded(Box::new(
+            Embedded::new(cfg)?,
+        ))))
+    }
+
+    /// The daemon listening at `path`, over shared-memory rings when the
+    /// daemon offers them (cm_ipc::shm), else over its control socket.
+    /// `CM_TRANSPORT=socket` in the environment keeps the frames on the
+    /// socket (for comparison and debugging).
+    pub fn connect(path: impl AsRef<Path>) -> Result<Cm, CmError> {
+        let t = match std::env::var("CM_TRANSPORT").as_deref() {
+            Ok("socket") => Transport::Socket,
+            _ => Transport::SharedMemory,
+        };
+        Cm::connect_with(path, t)
+    }
+
+    /// The daemon listening at `path`, with the frames carried as asked.
+    pub fn connect_with(path: impl AsRef<Path>, transport: Transport) -> Result<Cm, CmError> {
+        Ok(Cm::with_backend(Backend::Daemon(Box::new(
+            DaemonConn::connect(path.as_ref(), transport)?,
+        ))))
+    }
+
+    /// Daemon mode: how frames travel (shared memory unless the daemon
+    /// refused it or [`Transport::Socket`] was asked for). Embedded: `None`.
+    pub fn transport(&self) -> Option<Transport> {
+        match &self.backend {
+            Backend::Embedded(_) => None,
+            Backend::Daemon(d) => Some(d.transport()),
+        }
+    }
+
+    fn with_backend(backend: Backend) -> Cm {
+        Cm {
+            backend,
+            events: VecDeque::new(),
+            on_send: None,
+            on_update: None,
+            buffered: IdMap::default(),
+            dispatching: false,
+            autoflush: true,
+            batch_limit: 32,
+            mtus: IdMap::default(),
+        }
+    }
+
+    /// Which CM this handle talks to.
+    pub fn mode(&self) -> Mode {
+        match self.backend {
+            Backend::Embedded(_) => Mode::Embedded,
+            Backend::Daemon(_) => Mode::Daemon,
+        }
+    }
+
+    /// Daemon mode: how well calls are batched so far. Embedded: `None`.
+    pub fn ipc_counters(&self) -> Option<IpcCounters> {
+        match &self.backend {
+            Backend::Embedded(_) => None,
+            Backend::Daemon(d) => Some(d.counters()),
+        }
+    }
+
+    /// The uid the daemon identified this process as (embedded: its own uid).
+    pub fn uid(&self) -> u32 {
+        match &self.backend {
+            Backend::Embedded(_) => rustix::process::getuid().as_raw(),
+            Backend::Daemon(d) => d.uid,
+        }
+    }
+}

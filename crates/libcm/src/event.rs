@@ -1,0 +1,83 @@
+//! What the application is told: [`CmEvent`], the papers' callbacks as
+//! values, and how the core's events and the daemon's messages become one.
+
+use cm_core::{Bytes, Event, FlowId, PathEstimate};
+use cm_ipc::ErrorCode;
+
+/// Something the application is told (the papers' callbacks).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum CmEvent {
+    /// `cmapp_send`: the flow may send up to `bytes` now; answer with
+    /// [`crate::Cm::notify`] (0 declines).
+    Send {
+        /// The flow.
+        flow: FlowId,
+        /// Bytes granted (one MTU, or up to k for a k-MTU request).
+        bytes: Bytes,
+    },
+    /// `cmapp_update`: the flow's rate or RTT crossed its thresholds.
+    Update {
+        /// The flow.
+        flow: FlowId,
+        /// The new estimate.
+        estimate: PathEstimate,
+    },
+    /// A grant was not answered in time and was withdrawn.
+    GrantExpired {
+        /// The flow.
+        flow: FlowId,
+        /// Bytes withdrawn.
+        bytes: Bytes,
+    },
+    /// The flow was closed by the CM.
+    FlowReclaimed {
+        /// The flow.
+        flow: FlowId,
+    },
+    /// The daemon refused an earlier fire-and-forget call on this flow.
+    Error {
+        /// The flow (or id 0).
+        flow: FlowId,
+        /// Why.
+        code: ErrorCode,
+    },
+}
+
+impl CmEvent {
+    /// A core event as the application sees it (embedded mode).
+    pub(crate) fn from_core(ev: Event) -> Option<CmEvent> {
+        Some(match ev {
+            Event::Grant { flow, bytes } => CmEvent::Send { flow, bytes },
+            Event::RateUpdate { flow, estimate } => CmEvent::Update { flow, estimate },
+            Event::GrantExpired { flow, bytes } => CmEvent::GrantExpired { flow, bytes },
+            Event::FlowReclaimed { flow, .. } => CmEvent::FlowReclaimed { flow },
+            _ => return None,
+        })
+    }
+
+    /// A daemon message as the application sees it (replies to calls are
+    /// not events and give `None`).
+    pub(crate) fn from_wire(m: &cm_ipc::ToClient) -> Option<CmEvent> {
+        use cm_ipc::ToClient as T;
+        Some(match *m {
+            T::Grant { flow, bytes } => CmEvent::Send {
+                flow: FlowId::from_u64(flow),
+                bytes: Bytes(bytes),
+            },
+            T::RateUpdate { flow, estimate } => CmEvent::Update {
+                flow: FlowId::from_u64(flow),
+                estimate: estimate.into(),
+            },
+            T::GrantExpired { flow, bytes } => CmEvent::GrantExpired {
+                flow: FlowId::from_u64(flow),
+                bytes: Bytes(bytes),
+            },
+            T::Error { seq: 0, flow, code } => CmEvent::Error {
+                flow: FlowId::from_u64(flow),
+                code,
+            },
+            _ => return None,
+        })
+    }
+}
