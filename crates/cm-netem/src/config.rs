@@ -192,17 +192,6 @@ pub fn parse_queue(s: &str) -> Result<Queue, ConfigError> {
     Ok(q)
 }
 
-/// Format a rate in the largest unit that keeps it readable.
-pub fn fmt_rate(bps: f64) -> String {
-    if bps >= 1e9 {
-        format!("{:.3} Gbit/s", bps / 1e9)
-    } else if bps >= 1e6 {
-        format!("{:.3} Mbit/s", bps / 1e6)
-    } else {
-        format!("{:.3} kbit/s", bps / 1e3)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -96,6 +96,6 @@ mod sys;
 
 pub use config::{ConfigError, PathConfig, Queue, parse_duration, parse_queue, parse_rate};
 pub use delaybox::{DelayBoxStats, DirectionStats};
-pub use netns::sweep_stale;
+pub use netns::{is_root, sweep_stale};
 pub use path::{BuildStep, NOT_ROOT, Node, Path, PathStats, QdiscStats, tbf_burst};
 pub use selftest::{LossRule, SelfTestFailed, SelfTestOptions, SelfTestReport};

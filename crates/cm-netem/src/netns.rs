@@ -12,6 +12,12 @@ pub const NS_PREFIX: &str = "cmn";
 /// Where `ip netns` keeps its namespace handles.
 pub const NETNS_DIR: &str = "/run/netns";
 
+/// Whether the process runs as root (effective uid 0): building a path,
+/// entering a namespace and the root-only tests need it.
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
 /// Run a program to completion; the error carries the command line and its stderr.
 pub(crate) fn run(program: &str, args: &[&str]) -> Result<String> {
     let out = Command::new(program)

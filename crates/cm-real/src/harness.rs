@@ -221,7 +221,7 @@ pub fn rate_between(s: &Summary, from: f64, to: f64) -> f64 {
 /// Whether this process can build paths (root), with the message to show
 /// when it cannot.
 pub fn require_root() -> Result<()> {
-    if rustix::process::geteuid().is_root() {
+    if cm_netem::is_root() {
         Ok(())
     } else {
         Err(anyhow!(

@@ -20,7 +20,7 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The serial lock if root, else `None` (skip).
 fn root() -> Option<std::sync::MutexGuard<'static, ()>> {
-    if rustix::process::geteuid().is_root() {
+    if cm_netem::is_root() {
         return Some(
             SERIAL
                 .lock()

@@ -18,7 +18,7 @@
 //! | `send` | [`send`] and its group forms ([`send_concurrent`], [`send_scheduled`], ...) |
 //! | `receive` | [`Receiver`], [`ReceiverHandle`] |
 //! | `payload` | the bytes: zeros, or a file read and written by stream offset |
-//! | `net`, `clock`, `sys` | sockets, the µs clock and thread CPU time, `TCP_INFO`/`SIOCOUTQ` |
+//! | `net`, `sys` | sockets, `TCP_INFO`/`SIOCOUTQ` (clocks: `cm-clock`; formatting: `cm-report`) |
 //!
 //! ## TCP/CM over UDP (cm-implementation-linux §3.2)
 //!
@@ -120,7 +120,6 @@
 //! ```
 #![warn(missing_docs)]
 
-mod clock;
 pub mod error;
 mod linux;
 mod net;
@@ -134,7 +133,7 @@ mod tcpcm;
 
 use libcm::Cm;
 
-pub use clock::epoch;
+pub use cm_clock::epoch;
 pub use error::{Result, TtcpError};
 pub use net::SOCKET_BUFFER;
 pub use receive::{Receiver, ReceiverHandle};
@@ -142,7 +141,7 @@ pub use send::{
     send, send_concurrent, send_observed, send_scheduled, send_scheduled_observed, send_sequence,
 };
 pub use spec::{Observer, ReceiverOptions, Scheduled, SendSpec, Until};
-pub use summary::{ProgressSample, Role, Summary, TcpCmDetail, Transport, fmt_bytes, fmt_rate};
+pub use summary::{ProgressSample, Role, Summary, TcpCmDetail, Transport};
 
 /// Largest UDP payload in one 1500-byte IPv4 packet.
 pub const UDP_PAYLOAD_MAX: usize = 1500 - 20 - 8;

@@ -11,6 +11,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use cm_report::fmt;
 use libcm::{Cm, CmError, FlowStat, MacroflowStat, Stat};
 use serde::Serialize;
 
@@ -256,33 +257,12 @@ fn dash<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
     v.map_or_else(|| "-".to_string(), f)
 }
 
-/// Microseconds, in the unit that reads best.
-pub fn fmt_us(us: u64) -> String {
-    if us < 1_000 {
-        format!("{us}us")
-    } else if us < 1_000_000 {
-        format!("{:.2}ms", us as f64 / 1e3)
-    } else {
-        format!("{:.2}s", us as f64 / 1e6)
-    }
-}
+/// Kept for `cm flow`'s table until it formats with `cm_report` itself.
+pub use cm_report::fmt::micros as fmt_us;
 
-/// Bytes with a decimal unit.
-pub fn fmt_bytes(b: u64) -> String {
-    let f = b as f64;
-    if b < 10_000 {
-        format!("{b}B")
-    } else if f < 1e6 {
-        format!("{:.1}kB", f / 1e3)
-    } else if f < 1e9 {
-        format!("{:.1}MB", f / 1e6)
-    } else {
-        format!("{:.2}GB", f / 1e9)
-    }
-}
-
+/// A rate already in Mbit/s as a bare number (the column header names the unit).
 fn fmt_mbit(v: f64) -> String {
-    format!("{v:.2}")
+    fmt::mbit(v * 1e6)
 }
 
 fn macroflow_header(measured: bool) -> Vec<String> {
@@ -311,12 +291,12 @@ fn macroflow_row(m: &MacroflowView, measured: bool) -> Vec<String> {
         m.id.to_string(),
         dash(m.dst, |d| d.to_string()),
         m.uid.map_or_else(|| "all".to_string(), |u| u.to_string()),
-        fmt_bytes(m.window_bytes),
+        fmt::bytes(m.window_bytes),
         dash(m.rate_mbit, fmt_mbit),
-        dash(m.srtt_us, fmt_us),
-        dash(m.rttvar_us, fmt_us),
+        dash(m.srtt_us, fmt::micros),
+        dash(m.rttvar_us, fmt::micros),
         dash(m.loss, |l| format!("{:.2}", l * 100.0)),
-        fmt_bytes(m.in_flight_bytes),
+        fmt::bytes(m.in_flight_bytes),
         m.nflows.to_string(),
     ];
     if measured {
@@ -352,9 +332,9 @@ fn flow_row(f: &FlowView, measured: bool) -> Vec<String> {
         f.uid.to_string(),
         f.pid.to_string(),
         format!("{:.1}", f.share * 100.0),
-        fmt_bytes(f.in_flight_bytes),
-        fmt_bytes(f.sent_bytes),
-        fmt_bytes(f.lost_bytes),
+        fmt::bytes(f.in_flight_bytes),
+        fmt::bytes(f.sent_bytes),
+        fmt::bytes(f.lost_bytes),
         dash(f.rate_mbit, fmt_mbit),
     ];
     if measured {

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use cm_report::fmt;
 use cm_ttcp::{
     ProgressSample, Receiver, ReceiverOptions, SendSpec, Summary, Transport, Until, cm_config,
-    fmt_bytes, fmt_rate,
 };
 use libcm::Cm;
 
@@ -214,11 +214,11 @@ fn send(a: &SendArgs) -> Result<()> {
     if let Some(cm) = &cm {
         eprintln!(
             "cm ttcp: sending {} to {dst} over {t} ({:?} CM)",
-            fmt_bytes(bytes),
+            fmt::bytes(bytes),
             cm.mode()
         );
     } else {
-        eprintln!("cm ttcp: sending {} to {dst} over {t}", fmt_bytes(bytes));
+        eprintln!("cm ttcp: sending {} to {dst} over {t}", fmt::bytes(bytes));
     }
     let mut last: Option<(Instant, ProgressSample)> = None;
     let mut shown = Instant::now();
@@ -239,8 +239,8 @@ fn send(a: &SendArgs) -> Result<()> {
         let pct = s.bytes as f64 * 100.0 / bytes as f64;
         let line = format!(
             "{:>10}  {pct:5.1}%  {:>14}  {:6.1} s",
-            fmt_bytes(s.bytes),
-            fmt_rate(rate),
+            fmt::bytes(s.bytes),
+            fmt::rate(rate),
             s.t
         );
         let mut err = std::io::stderr().lock();

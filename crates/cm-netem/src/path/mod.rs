@@ -115,10 +115,6 @@ pub enum BuildStep {
     Loss,
 }
 
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
-
 impl Path {
     /// Build a path: three namespaces, veths, the delay box, routes, the tbf
     /// bottleneck and the loss filter. Needs root. Sweeps namespaces left behind by
@@ -135,7 +131,7 @@ impl Path {
 
     fn build_inner(config: PathConfig, fail_at: Option<BuildStep>) -> Result<Path> {
         config.validate().map_err(|e: ConfigError| anyhow!(e))?;
-        if !is_root() {
+        if !netns::is_root() {
             bail!(NOT_ROOT);
         }
         // Leftovers of SIGKILLed runs; never fatal for building a new path.

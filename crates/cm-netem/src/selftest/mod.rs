@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::config::{PathConfig, fmt_rate};
+use crate::config::PathConfig;
 use crate::delaybox::DelayBoxStats;
 use crate::path::Path;
 
@@ -210,11 +210,11 @@ impl fmt::Display for SelfTestReport {
             f,
             "  rate   {}  configured {}, measured {} ({:+.2}%) over {:.2} s; offered {}, {} sent, {} received, {} dropped at the bottleneck",
             verdict(r.pass),
-            fmt_rate(r.configured_bps),
-            fmt_rate(r.measured_bps),
+            cm_report::fmt::rate(r.configured_bps),
+            cm_report::fmt::rate(r.measured_bps),
             r.rel_error * 100.0,
             r.seconds,
-            fmt_rate(r.offered_bps),
+            cm_report::fmt::rate(r.offered_bps),
             r.sent,
             r.received,
             r.bottleneck_drops
