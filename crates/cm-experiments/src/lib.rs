@@ -1,14 +1,11 @@
 //! Simulated hosts that run the CM and its transports, scenarios as data, and the papers experiments.
 #![warn(missing_docs)]
 
-pub mod aging;
 pub mod alf;
 pub mod experiments;
 pub mod hosts;
-pub mod layered_audio;
 pub mod plot;
 pub mod progress;
 pub mod run;
 pub mod scenario;
-pub mod sched;
 pub mod seeded;

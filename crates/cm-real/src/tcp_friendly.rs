@@ -12,10 +12,11 @@
 use std::fmt::Write as _;
 
 use anyhow::Result;
-use cm_experiments::experiments::{Check, Output, median};
+use cm_experiments::experiments::{Check, Output};
 use cm_experiments::plot::{Plot, Series, Style};
 use cm_experiments::progress::Progress;
 use cm_netem::PathConfig;
+use cm_report::stats::median;
 use cm_ttcp::Transport;
 use serde_json::json;
 

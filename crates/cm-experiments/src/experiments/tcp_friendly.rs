@@ -8,7 +8,9 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use super::{ExperimentError, Opts, Output, base, check, median, progress};
+use cm_report::stats::median;
+
+use super::{ExperimentError, Opts, Output, base, check, progress};
 use crate::plot::{Plot, Series, Style};
 use crate::progress::par_map;
 use crate::run::run as run_scenario;
