@@ -55,36 +55,11 @@ impl Path {
             v.extend_from_slice(args);
             run("ip", &v)
         };
-        ip(
-            &rtr,
-            &[
-                "link",
-                "add",
-                ROUTER_SND_IF,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                HOST_IF,
-                "netns",
-                &snd,
-            ],
-        )?;
-        ip(
-            &rtr,
-            &[
-                "link",
-                "add",
-                ROUTER_RCV_IF,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                HOST_IF,
-                "netns",
-                &rcv,
-            ],
-        )?;
+        // One veth pair per host: the router's end, the host's `eth0`.
+        for (router_if, host_ns) in [(ROUTER_SND_IF, &snd), (ROUTER_RCV_IF, &rcv)] {
+            let veth = ["link", "add", router_if, "type", "veth", "peer", "name"];
+            ip(&rtr, &[&veth[..], &[HOST_IF, "netns", host_ns]].concat())?;
+        }
         ip(&snd, &["addr", "add", &snd_a, "dev", HOST_IF])?;
         ip(&rtr, &["addr", "add", &rtr_a1, "dev", ROUTER_SND_IF])?;
         ip(&rtr, &["addr", "add", &rtr_a2, "dev", ROUTER_RCV_IF])?;
@@ -113,30 +88,13 @@ impl Path {
         let (snd_net, rcv_net) = (format!("10.{k}.1.0/24"), format!("10.{k}.2.0/24"));
         ip(&rtr, &["route", "add", &rcv_host, "dev", TUN_FORWARD])?;
         ip(&rtr, &["route", "add", &snd_host, "dev", TUN_REVERSE])?;
-        ip(
-            &rtr,
-            &[
-                "route",
-                "add",
-                &rcv_net,
-                "dev",
-                ROUTER_RCV_IF,
-                "table",
-                DELAYBOX_TABLE,
-            ],
-        )?;
-        ip(
-            &rtr,
-            &[
-                "route",
-                "add",
-                &snd_net,
-                "dev",
-                ROUTER_SND_IF,
-                "table",
-                DELAYBOX_TABLE,
-            ],
-        )?;
+        // The delay box's table: each host's subnet on its veth.
+        for (net, dev) in [(&rcv_net, ROUTER_RCV_IF), (&snd_net, ROUTER_SND_IF)] {
+            ip(
+                &rtr,
+                &["route", "add", net, "dev", dev, "table", DELAYBOX_TABLE],
+            )?;
+        }
         // Packets the delay box writes back, and the router's own packets (`iif lo`:
         // through a TUN they would come back as martians), go straight to their veth.
         for t in [TUN_FORWARD, TUN_REVERSE, "lo"] {
