@@ -59,7 +59,7 @@
 //! use std::time::Duration;
 //! use cm_netem::{Node, Path, PathConfig, Queue};
 //!
-//! # fn main() -> anyhow::Result<()> {
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let path = Path::build(PathConfig {
 //!     rate_bps: 10_000_000,
 //!     one_way_delay: Duration::from_millis(30),
@@ -89,6 +89,7 @@
 
 pub mod config;
 mod delaybox;
+pub mod error;
 pub mod netns;
 mod path;
 pub mod selftest;
@@ -96,6 +97,7 @@ mod sys;
 
 pub use config::{ConfigError, PathConfig, Queue, parse_duration, parse_queue, parse_rate};
 pub use delaybox::{DelayBoxStats, DirectionStats};
+pub use error::{NetemError, Result};
 pub use netns::{is_root, sweep_stale};
 pub use path::{BuildStep, NOT_ROOT, Node, Path, PathStats, QdiscStats, tbf_burst};
 pub use selftest::{LossRule, SelfTestFailed, SelfTestOptions, SelfTestReport};

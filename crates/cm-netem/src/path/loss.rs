@@ -1,7 +1,7 @@
 //! Random loss at the receiver's ingress: a classic-BPF `tc` filter that
 //! drops each packet with probability p.
 
-use anyhow::{Context, Result, anyhow, bail};
+use crate::error::{NetemError, Result};
 
 use super::{HOST_IF, Node, Path};
 use crate::config::ConfigError;
@@ -19,11 +19,11 @@ impl Path {
     /// Change the random loss probability at the receiver's ingress, in place.
     pub fn set_loss(&self, p: f64) -> Result<()> {
         if !(p.is_finite() && (0.0..1.0).contains(&p)) {
-            return Err(anyhow!(ConfigError::Loss(p)));
+            return Err(ConfigError::Loss(p).into());
         }
         let mut inner = self.lock();
         if inner.torn_down {
-            bail!("the path is torn down");
+            return Err(NetemError::TornDown);
         }
         let prog = loss_program(p);
         run(
@@ -47,8 +47,7 @@ impl Path {
                 "bytecode",
                 &prog,
             ],
-        )
-        .context("installing the loss filter")?;
+        )?;
         inner.loss = p;
         Ok(())
     }

@@ -21,10 +21,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, mpsc};
 use std::thread::JoinHandle;
 
-use anyhow::{Context, Result, anyhow, bail};
+use crate::error::{IoContext, NetemError, Result, chain};
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ConfigError, PathConfig};
+use crate::config::PathConfig;
 use crate::delaybox::DelayBox;
 use crate::netns::{self, run};
 
@@ -130,9 +130,9 @@ impl Path {
     }
 
     fn build_inner(config: PathConfig, fail_at: Option<BuildStep>) -> Result<Path> {
-        config.validate().map_err(|e: ConfigError| anyhow!(e))?;
+        config.validate()?;
         if !netns::is_root() {
-            bail!(NOT_ROOT);
+            return Err(NetemError::NotRoot);
         }
         // Leftovers of SIGKILLed runs; never fatal for building a new path.
         let _ = netns::sweep_stale();
@@ -152,7 +152,8 @@ impl Path {
             }),
         };
         // On error, `path` is dropped here and tears down what exists.
-        path.setup(fail_at).context("building the emulated path")?;
+        path.setup(fail_at)
+            .map_err(|e| NetemError::Build(Box::new(e)))?;
         Ok(path)
     }
 
@@ -223,16 +224,14 @@ impl Path {
                 }
                 f()
             })
-            .context("spawn a thread")?;
+            .io_context(|| "spawn a thread")?;
         match rx.recv() {
             Ok(Ok(())) => Ok(handle),
             Ok(Err(e)) => {
                 let _ = handle.join();
-                Err(anyhow!(e).context(format!("entering the {node} namespace")))
+                Err(NetemError::io(format!("entering the {node} namespace"), e))
             }
-            Err(_) => Err(anyhow!(
-                "the {node} thread died before entering its namespace"
-            )),
+            Err(_) => Err(NetemError::Thread(node.to_string())),
         }
     }
 
@@ -248,7 +247,7 @@ impl Path {
         let (key, value) = (key.to_string(), value.to_string());
         self.spawn_in(node, move || netns::write_sysctl(&key, &value))?
             .join()
-            .map_err(|_| anyhow!("sysctl thread panicked"))?
+            .map_err(|_| NetemError::Thread("sysctl".into()))?
     }
 
     /// Tear everything down: stop the delay box, delete the namespaces (with them the
@@ -262,18 +261,21 @@ impl Path {
         let mut errors = Vec::new();
         if let Some(mut d) = inner.delay_box.take() {
             if let Err(e) = d.stop() {
-                errors.push(format!("{e:#}"));
+                errors.push(chain(&e));
             }
         }
         for ns in inner.created.drain(..).rev() {
             if let Err(e) = run("ip", &["netns", "del", &ns]) {
-                errors.push(format!("{e:#}"));
+                errors.push(chain(&e));
             }
         }
         if errors.is_empty() {
             Ok(())
         } else {
-            bail!("tearing down the path: {}", errors.join("; "))
+            Err(NetemError::Cleanup {
+                what: "tearing down the path",
+                errors,
+            })
         }
     }
 
@@ -286,7 +288,7 @@ impl Path {
 impl Drop for Path {
     fn drop(&mut self) {
         if let Err(e) = self.teardown() {
-            eprintln!("cm-netem: {e:#}");
+            eprintln!("cm-netem: {}", chain(&e));
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Counters of a path: its `tbf` bottlenecks (`tc -s qdisc`) and the delay box.
 
-use anyhow::{Context, Result, anyhow};
+use crate::error::{NetemError, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{Node, Path};
@@ -51,11 +51,17 @@ impl Path {
                 dev,
             ],
         )?;
-        let v: serde_json::Value = serde_json::from_str(&out).context("parsing tc -j output")?;
+        let v: serde_json::Value = serde_json::from_str(&out).map_err(|e| NetemError::Parse {
+            what: "tc -j output".into(),
+            detail: e.to_string(),
+        })?;
         let q = v
             .as_array()
             .and_then(|a| a.iter().find(|q| q["kind"] == "tbf"))
-            .ok_or_else(|| anyhow!("no tbf qdisc on {dev}"))?;
+            .ok_or_else(|| NetemError::Parse {
+                what: "tc -j output".into(),
+                detail: format!("no tbf qdisc on {dev}"),
+            })?;
         let g = |k: &str| q[k].as_u64().unwrap_or(0);
         Ok(QdiscStats {
             sent_bytes: g("bytes"),

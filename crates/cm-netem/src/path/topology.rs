@@ -3,7 +3,7 @@
 
 use std::net::Ipv4Addr;
 
-use anyhow::{Result, anyhow, bail};
+use crate::error::{NetemError, Result};
 
 use super::{BuildStep, DELAYBOX_TABLE, HOST_IF, Node, Path, ROUTER_RCV_IF, ROUTER_SND_IF};
 use crate::delaybox::{DelayBox, TUN_FORWARD, TUN_REVERSE};
@@ -17,7 +17,7 @@ impl Path {
     pub(super) fn setup(&self, fail_at: Option<BuildStep>) -> Result<()> {
         let fail = |s: BuildStep| -> Result<()> {
             if fail_at == Some(s) {
-                bail!("injected failure at {s:?}");
+                return Err(NetemError::Injected(s));
             }
             Ok(())
         };
@@ -159,7 +159,7 @@ impl Path {
     /// path, e.g. two macroflows competing). Returns the address.
     pub fn add_receiver_address(&self, n: u8) -> Result<Ipv4Addr> {
         if !(1..=200).contains(&n) {
-            return Err(anyhow!("receiver address index {n} out of 1..=200"));
+            return Err(NetemError::ReceiverIndex(n));
         }
         let addr = Ipv4Addr::new(10, self.k(), 2, 2 + n);
         let host = format!("{addr}/32");

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, anyhow};
+use crate::error::{IoContext, NetemError, Result};
 
 use super::confidence::{Z999, loss_samples_needed, wilson_interval};
 use super::traffic::{bind_at, bind_in, paced_send, rcvbuf_errors, receive_until};
@@ -22,6 +22,16 @@ const PROBE_PAYLOAD: usize = 32;
 const LOSS_MAX_PPS: f64 = 40_000.0;
 /// Absolute floor of the delay tolerance (see [`DelayCheck::pass`]).
 const DELAY_FLOOR_S: f64 = 200e-6;
+
+/// Connect `snd` to `rcv` and give `rcv` the short read timeout the
+/// counting receiver polls with.
+fn connect_pair(snd: &std::net::UdpSocket, rcv: &std::net::UdpSocket) -> Result<()> {
+    let to = rcv.local_addr().io_context(|| "receiver socket address")?;
+    snd.connect(to)
+        .io_context(|| format!("connecting to {to}"))?;
+    rcv.set_read_timeout(Some(Duration::from_millis(20)))
+        .io_context(|| "receiver socket timeout")
+}
 
 impl Path {
     pub(super) fn drain_time(&self) -> Duration {
@@ -40,8 +50,14 @@ impl Path {
     ) -> Result<Vec<Duration>> {
         let echo_sock = bind_at(self, node, addr)?;
         let snd = bind_in(self, Node::Sender)?;
-        snd.connect(echo_sock.local_addr()?)?;
-        echo_sock.set_read_timeout(Some(Duration::from_millis(20)))?;
+        let echo_addr = echo_sock
+            .local_addr()
+            .io_context(|| "echo socket address")?;
+        snd.connect(echo_addr)
+            .io_context(|| format!("connecting to {echo_addr}"))?;
+        echo_sock
+            .set_read_timeout(Some(Duration::from_millis(20)))
+            .io_context(|| "echo socket timeout")?;
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = Arc::clone(&stop);
         let echo = std::thread::spawn(move || {
@@ -52,14 +68,15 @@ impl Path {
                 }
             }
         });
-        snd.set_read_timeout(Some(timeout))?;
+        snd.set_read_timeout(Some(timeout))
+            .io_context(|| "probe socket timeout")?;
         let mut rtts = Vec::new();
         let mut buf = [0u8; 2048];
         for seq in 0..probes {
             let mut probe = [0u8; PROBE_PAYLOAD];
             probe[..8].copy_from_slice(&seq.to_be_bytes());
             let t0 = Instant::now();
-            snd.send(&probe)?;
+            snd.send(&probe).io_context(|| "sending a probe")?;
             // Skip stale replies (a probe that timed out earlier).
             let deadline = t0 + timeout;
             while Instant::now() < deadline {
@@ -75,7 +92,7 @@ impl Path {
             std::thread::sleep(Duration::from_millis(2));
         }
         stop.store(true, Ordering::Relaxed);
-        echo.join().map_err(|_| anyhow!("echo thread panicked"))?;
+        echo.join().map_err(|_| NetemError::Thread("echo".into()))?;
         rtts.sort();
         Ok(rtts)
     }
@@ -92,14 +109,14 @@ impl Path {
         let base = base
             .first()
             .copied()
-            .ok_or_else(|| anyhow!("the router does not answer"))?;
+            .ok_or(NetemError::NoMeasurement("the router does not answer"))?;
         let rtt_nominal = 2 * c.one_way_delay;
         let probes = (1.0 / rtt_nominal.as_secs_f64().max(1e-3)).clamp(10.0, 50.0) as u64;
         let timeout = rtt_nominal + Duration::from_millis(500);
         let rtts = self.ping_pong(Node::Receiver, self.receiver_addr(), probes, timeout)?;
         if rtts.is_empty() {
-            return Err(anyhow!(
-                "no probe came back: the path does not carry packets"
+            return Err(NetemError::NoMeasurement(
+                "no probe came back: the path does not carry packets",
             ));
         }
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -134,8 +151,7 @@ impl Path {
         let c = self.config().clone();
         let rcv = bind_in(self, Node::Receiver)?;
         let snd = bind_in(self, Node::Sender)?;
-        snd.connect(rcv.local_addr()?)?;
-        rcv.set_read_timeout(Some(Duration::from_millis(20)))?;
+        connect_pair(&snd, &rcv)?;
         let pkt_bits = ((RATE_PAYLOAD as u64 + UDP_IP_OVERHEAD) * 8) as f64;
         // At least ~1000 packets' worth of time at low rates, at most 10 s.
         let duration = opts
@@ -153,14 +169,16 @@ impl Path {
         let sent = paced_send(&snd, &mut payload, offered_pps, None, Some(duration));
         std::thread::sleep(self.drain_time());
         stop.store(true, Ordering::Relaxed);
-        let (received, log) = receiver.join().map_err(|_| anyhow!("receiver panicked"))?;
+        let (received, log) = receiver
+            .join()
+            .map_err(|_| NetemError::Thread("receiver".into()))?;
         let after = self.stats()?.bottleneck;
         // Skip the first 100 ms of arrivals (the token bucket starts full).
         let skip = Duration::from_millis(100).min(duration / 8);
         let t0 = log
             .first()
             .map(|x| x.0)
-            .ok_or_else(|| anyhow!("nothing arrived"))?;
+            .ok_or(NetemError::NoMeasurement("nothing arrived"))?;
         let start = log.iter().position(|x| x.0 >= t0 + skip).unwrap_or(0);
         let window = &log[start..];
         let (first, last) = (window[0].0, window[window.len() - 1].0);
@@ -194,8 +212,7 @@ impl Path {
         let p = self.loss();
         let rcv = bind_in(self, Node::Receiver)?;
         let snd = bind_in(self, Node::Sender)?;
-        snd.connect(rcv.local_addr()?)?;
-        rcv.set_read_timeout(Some(Duration::from_millis(20)))?;
+        connect_pair(&snd, &rcv)?;
         let pkt_bits = (UDP_IP_OVERHEAD * 8) as f64; // empty datagrams
         let pps = (0.8 * c.rate_bps as f64 / pkt_bits).min(LOSS_MAX_PPS);
         let budget_n = (pps * opts.loss_budget.as_secs_f64()) as u64;
@@ -222,7 +239,9 @@ impl Path {
         let sent = paced_send(&snd, &mut payload, pps, Some(n), None);
         std::thread::sleep(self.drain_time());
         stop.store(true, Ordering::Relaxed);
-        let (got, _) = receiver.join().map_err(|_| anyhow!("receiver panicked"))?;
+        let (got, _) = receiver
+            .join()
+            .map_err(|_| NetemError::Thread("receiver".into()))?;
         let after = self.stats()?;
         let rcvbuf = rcvbuf_errors(self)?.saturating_sub(buf_before);
         let reached = after.delay_box.forward.packets - before.delay_box.forward.packets;

@@ -16,7 +16,7 @@ pub use confidence::{loss_samples_needed, wilson_interval};
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use crate::error::{NetemError, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::config::PathConfig;
@@ -287,10 +287,16 @@ impl Path {
             loss: self.loss(),
         };
         self.set_loss(0.0)?;
-        let delay = self.measure_delay(opts).context("self-test delay phase")?;
-        let rate = self.measure_rate(opts).context("self-test rate phase")?;
+        let phase = |phase: &'static str| {
+            move |e: NetemError| NetemError::Phase {
+                phase,
+                source: Box::new(e),
+            }
+        };
+        let delay = self.measure_delay(opts).map_err(phase("delay"))?;
+        let rate = self.measure_rate(opts).map_err(phase("rate"))?;
         drop(guard); // restores the configured loss
-        let loss = self.measure_loss(opts).context("self-test loss phase")?;
+        let loss = self.measure_loss(opts).map_err(phase("loss"))?;
         let delay_box = self.stats()?.delay_box;
         let pass = delay.pass && rate.pass && loss.pass;
         Ok(SelfTestReport {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow};
+use crate::error::{IoContext, NetemError, Result};
 
 use crate::path::{Node, Path};
 
@@ -24,8 +24,8 @@ pub(super) fn bind_at(path: &Path, node: Node, addr: Ipv4Addr) -> Result<UdpSock
     let sock = path
         .spawn_in(node, move || UdpSocket::bind((addr, 0)))?
         .join()
-        .map_err(|_| anyhow!("socket thread panicked"))?
-        .with_context(|| format!("binding a UDP socket in the {node} namespace"))?;
+        .map_err(|_| NetemError::Thread("socket".into()))?
+        .io_context(|| format!("binding a UDP socket in the {node} namespace"))?;
     let _ = rustix::net::sockopt::set_socket_recv_buffer_size_force(&sock, 8 << 20);
     let _ = rustix::net::sockopt::set_socket_send_buffer_size_force(&sock, 4 << 20);
     Ok(sock)
@@ -34,22 +34,27 @@ pub(super) fn bind_at(path: &Path, node: Node, addr: Ipv4Addr) -> Result<UdpSock
 /// `RcvbufErrors` of the receiver namespace's UDP MIB.
 pub(super) fn rcvbuf_errors(path: &Path) -> Result<u64> {
     path.spawn_in(Node::Receiver, || -> Result<u64> {
-        let snmp = std::fs::read_to_string("/proc/thread-self/net/snmp")?;
+        let snmp = std::fs::read_to_string("/proc/thread-self/net/snmp")
+            .io_context(|| "reading /proc/thread-self/net/snmp")?;
+        let parse = |detail: &str| NetemError::Parse {
+            what: "/proc/net/snmp".into(),
+            detail: detail.into(),
+        };
         let mut udp = snmp.lines().filter(|l| l.starts_with("Udp:"));
         let (Some(h), Some(v)) = (udp.next(), udp.next()) else {
-            return Err(anyhow!("no Udp lines in /proc/net/snmp"));
+            return Err(parse("no Udp lines"));
         };
         let i = h
             .split_whitespace()
             .position(|c| c == "RcvbufErrors")
-            .ok_or_else(|| anyhow!("no RcvbufErrors"))?;
+            .ok_or_else(|| parse("no RcvbufErrors"))?;
         Ok(v.split_whitespace()
             .nth(i)
             .and_then(|x| x.parse().ok())
             .unwrap_or(0))
     })?
     .join()
-    .map_err(|_| anyhow!("snmp thread panicked"))?
+    .map_err(|_| NetemError::Thread("snmp".into()))?
 }
 
 /// Send `total` datagrams (or for `duration`) at `pps`, paced; returns how many were sent.
