@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use anyhow::Result;
+use crate::error::Result;
 use cm_experiments::experiments::sharing::request_series;
 use cm_experiments::experiments::{Check, Output};
 use cm_experiments::plot::Plot;

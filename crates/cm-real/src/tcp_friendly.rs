@@ -11,7 +11,7 @@
 
 use std::fmt::Write as _;
 
-use anyhow::Result;
+use crate::error::{RealError, Result};
 use cm_experiments::experiments::{Check, Output};
 use cm_experiments::plot::{Plot, Series, Style};
 use cm_experiments::progress::Progress;
@@ -88,10 +88,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
             .collect();
         handles
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("stack thread panicked")))
-            })
+            .map(|h| h.join().unwrap_or_else(|_| Err(RealError::Thread("stack"))))
             .collect()
     });
     let mut table: Vec<Vec<(f64, f64, u64)>> = Vec::new();
