@@ -6,6 +6,6 @@ pub mod experiments;
 pub mod hosts;
 pub mod plot;
 pub mod progress;
-pub mod run;
 pub mod scenario;
 pub mod seeded;
+pub mod simulate;

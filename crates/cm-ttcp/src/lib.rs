@@ -11,7 +11,7 @@
 //! |---|---|
 //! | `tcpcm::sender` | the TCP/CM event loop: N connections, one [`libcm::Cm`] |
 //! | `tcpcm::receiver` | the TCP/CM receiver: one UDP socket, connections by peer |
-//! | `linux` | Linux TCP sender and receiver (`TCP_CONGESTION`, `TCP_INFO`) |
+//! | `linux_tcp` | Linux TCP sender and receiver (`TCP_CONGESTION`, `TCP_INFO`) |
 //! | [`summary`] | [`Summary`], [`Transport`], [`ProgressSample`] |
 //! | [`error`] | [`TtcpError`] |
 //! | `spec` | [`SendSpec`], [`Scheduled`], [`ReceiverOptions`], [`Until`] |
@@ -121,7 +121,7 @@
 #![warn(missing_docs)]
 
 pub mod error;
-mod linux;
+mod linux_tcp;
 mod net;
 mod payload;
 mod receive;

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use crate::error::{Result, TtcpError};
 use crate::spec::{ReceiverOptions, Until};
 use crate::summary::{Summary, Transport};
-use crate::{linux, tcpcm};
+use crate::{linux_tcp, tcpcm};
 
 enum Inner {
     TcpCm(tcpcm::receiver::UdpReceiver),
-    Linux(linux::TcpReceiverLoop),
+    Linux(linux_tcp::TcpReceiverLoop),
 }
 
 /// The receiving end of either transport.
@@ -45,7 +45,7 @@ impl Receiver {
         let inner = match transport {
             Transport::TcpCm => Inner::TcpCm(tcpcm::receiver::UdpReceiver::bind(addr, opts)?),
             Transport::LinuxTcp { cc } => {
-                Inner::Linux(linux::TcpReceiverLoop::bind(addr, cc, opts)?)
+                Inner::Linux(linux_tcp::TcpReceiverLoop::bind(addr, cc, opts)?)
             }
         };
         Ok(Receiver { inner })

@@ -8,7 +8,7 @@ use libcm::Cm;
 use crate::error::{Result, TtcpError};
 use crate::spec::{Observer, Scheduled, SendSpec};
 use crate::summary::{Summary, Transport};
-use crate::{default_cm, linux, tcpcm};
+use crate::{default_cm, linux_tcp, tcpcm};
 
 /// One transfer. TCP/CM uses `cm` (or [`default_cm`] if `None`); Linux TCP
 /// ignores it. The TCP/CM loop batches its calls with
@@ -96,7 +96,7 @@ pub fn send_scheduled_observed(
     // A lone Linux transfer right now runs on this thread.
     if let [j] = jobs {
         if let (Transport::LinuxTcp { cc }, true) = (&j.spec.transport, j.at.is_zero()) {
-            return linux::send(&j.spec, cc, 0, observer).map(|s| vec![s]);
+            return linux_tcp::send(&j.spec, cc, 0, observer).map(|s| vec![s]);
         }
     }
     let t0 = Instant::now();
@@ -110,7 +110,7 @@ pub fn send_scheduled_observed(
                     .name(format!("ttcp-{index}"))
                     .spawn(move || {
                         std::thread::sleep((t0 + at).saturating_duration_since(Instant::now()));
-                        linux::send(&spec, &cc, index, None)
+                        linux_tcp::send(&spec, &cc, index, None)
                     })
                     .map_err(|e| TtcpError::io("spawn sender thread", e))?;
                 threads.push((index, h));

@@ -12,8 +12,8 @@ use serde_json::json;
 use super::{ExperimentError, Opts, Output, base, check, progress};
 use crate::plot::{Plot, Series, Style};
 use crate::progress::par_map;
-use crate::run::run as run_scenario;
 use crate::scenario::{FlowSpec, Transport};
+use crate::simulate::run as run_scenario;
 
 /// Bottleneck rate (the paper's testbed rate is not what matters; 10 Mbit/s
 /// makes a 128 KB fetch take several RTTs of slow start).

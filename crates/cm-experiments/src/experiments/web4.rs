@@ -15,8 +15,8 @@ use cm_report::stats::{jain, mean};
 use super::{ExperimentError, Opts, Output, base, check, progress};
 use crate::plot::{Plot, Series, Style};
 use crate::progress::par_map;
-use crate::run::run as run_scenario;
 use crate::scenario::{FlowSpec, Transport};
+use crate::simulate::run as run_scenario;
 
 /// CBR cross traffic, bit/s.
 pub const CBR_BPS: u64 = 100_000;
