@@ -466,7 +466,7 @@ mod tests {
         assert!(lines[0].starts_with("MACROFLOW  DESTINATION"), "{text}");
         assert!(lines[1].starts_with("1          127.0.0.1"), "{text}");
         assert!(
-            lines[1].contains("10.00") && lines[1].contains("850us"),
+            lines[1].contains("10.00") && lines[1].contains("850 us"),
             "{text}"
         );
         // The flow table: header and rows end at the same column.
