@@ -1,9 +1,9 @@
 //! Why building, using or tearing down an emulated path failed.
 //!
-//! Each variant's message says what was being done; the underlying error
-//! (an [`std::io::Error`], the error of a phase) is its
-//! [`source`](std::error::Error::source), so `anyhow`'s `{:#}` or
-//! [`chain`] prints the whole story.
+//! Each variant's message says what was being done and ends with the
+//! underlying error (an [`std::io::Error`], the error of a phase), so one
+//! `{}` prints the whole story; the underlying error stays in the variant
+//! for code that matches on it.
 
 use std::io;
 use std::process::ExitStatus;
@@ -23,13 +23,12 @@ pub enum NetemError {
     #[error("{}", crate::path::NOT_ROOT)]
     NotRoot,
     /// A program (`ip`, `tc`) could not be started.
-    #[error("cannot run {program} (is iproute2 installed?)")]
+    #[error("cannot run {program} (is iproute2 installed?): {error}")]
     Spawn {
         /// The program.
         program: String,
         /// Why it did not start.
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
     /// A program ran and failed.
     #[error("`{cmd}` failed ({status}): {stderr}")]
@@ -42,13 +41,12 @@ pub enum NetemError {
         stderr: String,
     },
     /// A system call, file or socket operation failed.
-    #[error("{context}")]
+    #[error("{context}: {error}")]
     Io {
         /// What was being done.
         context: String,
         /// The system error.
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
     /// A tool's output or a kernel file did not have the expected form.
     #[error("unexpected {what}: {detail}")]
@@ -71,8 +69,8 @@ pub enum NetemError {
     #[error("injected failure at {0:?}")]
     Injected(BuildStep),
     /// Building the path failed (everything built so far is torn down).
-    #[error("building the emulated path")]
-    Build(#[source] Box<NetemError>),
+    #[error("building the emulated path: {0}")]
+    Build(Box<NetemError>),
     /// One or more clean-up steps failed; every failure is listed.
     #[error("{what}: {}", .errors.join("; "))]
     Cleanup {
@@ -85,13 +83,12 @@ pub enum NetemError {
     #[error("{0}")]
     NoMeasurement(&'static str),
     /// A phase of the self-test failed to run.
-    #[error("self-test {phase} phase")]
+    #[error("self-test {phase} phase: {error}")]
     Phase {
         /// `delay`, `rate` or `loss`.
         phase: &'static str,
         /// Why.
-        #[source]
-        source: Box<NetemError>,
+        error: Box<NetemError>,
     },
     /// The self-test ran and the path is more than the tolerance off.
     #[error(transparent)]
@@ -100,29 +97,16 @@ pub enum NetemError {
 
 impl NetemError {
     /// An [`NetemError::Io`] saying what was being done.
-    pub(crate) fn io(context: impl Into<String>, source: io::Error) -> NetemError {
+    pub(crate) fn io(context: impl Into<String>, error: io::Error) -> NetemError {
         NetemError::Io {
             context: context.into(),
-            source,
+            error,
         }
     }
 }
 
 /// Results of this crate.
 pub type Result<T, E = NetemError> = std::result::Result<T, E>;
-
-/// An error and its causes on one line, `what: why: root cause` (the
-/// form `anyhow` prints with `{:#}`).
-pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cause = c.source();
-    }
-    s
-}
 
 /// Attach a context to an [`io::Result`].
 pub(crate) trait IoContext<T> {
@@ -141,12 +125,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn chains_print_every_cause() {
+    fn messages_carry_every_cause() {
         let e = NetemError::Build(Box::new(NetemError::io(
             "open network namespace x",
             io::Error::from(io::ErrorKind::NotFound),
         )));
-        let s = chain(&e);
+        let s = e.to_string();
         assert!(
             s.starts_with("building the emulated path: open network namespace x: "),
             "{s}"

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::path::Path as FsPath;
 use std::process::{Command, Stdio};
 
-use crate::error::{IoContext, NetemError, Result, chain};
+use crate::error::{IoContext, NetemError, Result};
 
 /// Prefix of every namespace this crate creates: `cmn<pid>x<k>-<node>`.
 pub const NS_PREFIX: &str = "cmn";
@@ -24,9 +24,9 @@ pub(crate) fn run(program: &str, args: &[&str]) -> Result<String> {
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .map_err(|source| NetemError::Spawn {
+        .map_err(|error| NetemError::Spawn {
             program: program.to_string(),
-            source,
+            error,
         })?;
     if !out.status.success() {
         return Err(NetemError::Command {
@@ -107,7 +107,7 @@ pub fn sweep_stale() -> Result<Vec<String>> {
         }
         match run("ip", &["netns", "del", &ns]) {
             Ok(_) => deleted.push(ns),
-            Err(e) => errors.push(chain(&e)),
+            Err(e) => errors.push(e.to_string()),
         }
     }
     if !errors.is_empty() {

@@ -23,11 +23,17 @@ pub enum RealError {
     #[error(transparent)]
     Transfer(#[from] TtcpError),
     /// The sender host's congestion manager could not be created.
-    #[error("congestion manager")]
-    Cm(#[from] libcm::CmError),
+    #[error("congestion manager: {0}")]
+    Cm(libcm::CmError),
     /// A thread of the rig (named here) panicked.
     #[error("the {0} thread panicked")]
     Thread(&'static str),
+}
+
+impl From<libcm::CmError> for RealError {
+    fn from(e: libcm::CmError) -> RealError {
+        RealError::Cm(e)
+    }
 }
 
 /// Results of this crate.

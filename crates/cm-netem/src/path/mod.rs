@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, mpsc};
 use std::thread::JoinHandle;
 
-use crate::error::{IoContext, NetemError, Result, chain};
+use crate::error::{IoContext, NetemError, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::config::PathConfig;
@@ -261,12 +261,12 @@ impl Path {
         let mut errors = Vec::new();
         if let Some(mut d) = inner.delay_box.take() {
             if let Err(e) = d.stop() {
-                errors.push(chain(&e));
+                errors.push(e.to_string());
             }
         }
         for ns in inner.created.drain(..).rev() {
             if let Err(e) = run("ip", &["netns", "del", &ns]) {
-                errors.push(chain(&e));
+                errors.push(e.to_string());
             }
         }
         if errors.is_empty() {
@@ -288,7 +288,7 @@ impl Path {
 impl Drop for Path {
     fn drop(&mut self) {
         if let Err(e) = self.teardown() {
-            eprintln!("cm-netem: {}", chain(&e));
+            eprintln!("cm-netem: {e}");
         }
     }
 }

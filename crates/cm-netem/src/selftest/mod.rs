@@ -290,7 +290,7 @@ impl Path {
         let phase = |phase: &'static str| {
             move |e: NetemError| NetemError::Phase {
                 phase,
-                source: Box::new(e),
+                error: Box::new(e),
             }
         };
         let delay = self.measure_delay(opts).map_err(phase("delay"))?;
