@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use cm_report::parse::{ParseError, Quantity};
 use serde::{Deserialize, Serialize};
 
 /// Size of an MTU-sized packet used to convert a queue given in packets to bytes.
@@ -87,6 +88,16 @@ pub enum ConfigError {
     },
 }
 
+impl From<ParseError> for ConfigError {
+    fn from(e: ParseError) -> ConfigError {
+        ConfigError::Parse {
+            what: e.what,
+            input: e.input,
+            hint: e.hint,
+        }
+    }
+}
+
 impl PathConfig {
     /// Check that every value is usable; the error says which one is not.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -115,47 +126,6 @@ impl PathConfig {
     /// The bottleneck queue limit in bytes.
     pub fn queue_bytes(&self) -> u64 {
         self.queue.bytes(self.rate_bps, self.one_way_delay)
-    }
-}
-
-/// A quantity with a unit: what it is, an example of its syntax, and its
-/// units as (spellings, factor) in the order [`Quantity::parse`] reports.
-struct Quantity {
-    what: &'static str,
-    hint: &'static str,
-    units: &'static [(&'static [&'static str], f64)],
-}
-
-impl Quantity {
-    fn error(&self, input: &str) -> ConfigError {
-        ConfigError::Parse {
-            what: self.what,
-            input: input.to_string(),
-            hint: self.hint,
-        }
-    }
-
-    /// `input` as a non-negative number times its unit's factor, and the
-    /// index of the unit in `units`.
-    fn parse(&self, input: &str) -> Result<(f64, usize), ConfigError> {
-        let s = input.trim();
-        let idx = s
-            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '+'))
-            .unwrap_or(s.len());
-        let num: f64 = s[..idx].parse().map_err(|_| self.error(input))?;
-        if !num.is_finite() || num < 0.0 {
-            return Err(self.error(input));
-        }
-        let unit = s[idx..].trim().to_ascii_lowercase();
-        // A bare 0 needs no unit, whatever the quantity.
-        if unit.is_empty() && num == 0.0 {
-            return Ok((0.0, 0));
-        }
-        self.units
-            .iter()
-            .position(|(names, _)| names.contains(&unit.as_str()))
-            .map(|i| (num * self.units[i].1, i))
-            .ok_or_else(|| self.error(input))
     }
 }
 
@@ -203,7 +173,7 @@ pub fn parse_rate(s: &str) -> Result<u64, ConfigError> {
 /// Parse a duration like `30ms`, `5ms`, `0.5s`, `250us`, `0`.
 pub fn parse_duration(s: &str) -> Result<Duration, ConfigError> {
     let (secs, _) = DURATION.parse(s)?;
-    Duration::try_from_secs_f64(secs).map_err(|_| DURATION.error(s))
+    Duration::try_from_secs_f64(secs).map_err(|_| DURATION.error(s).into())
 }
 
 /// Parse a queue size: `100kB`, `64kb`, `1500b`/`1500B`, `64pkt`/`64p`, or `bdp`.

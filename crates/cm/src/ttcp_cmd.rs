@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use cm_report::fmt;
+use cm_report::parse::Quantity;
 use cm_ttcp::{
     ProgressSample, Receiver, ReceiverOptions, SendSpec, Summary, Transport, Until, cm_config,
 };
@@ -145,25 +146,20 @@ fn recv(a: &RecvArgs) -> Result<()> {
 
 /// `10MB` → 10_000_000; `1.5GB`, `500k`, `64KiB`, `123`.
 pub(crate) fn parse_bytes(s: &str) -> Result<u64> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| anyhow!("{s:?} is not a byte count (e.g. 10MB, 500kB, 1GiB)"))?;
-    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "m" | "mb" => 1e6,
-        "g" | "gb" => 1e9,
-        "kib" => 1024.0,
-        "mib" => 1024.0 * 1024.0,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        u => bail!("unknown unit {u:?} in {s:?} (use B, kB, MB, GB, KiB, MiB, GiB)"),
+    const BYTES: Quantity = Quantity {
+        what: "byte count",
+        hint: "expected e.g. 10MB, 500kB, 1GiB (units B, kB, MB, GB, KiB, MiB, GiB)",
+        units: &[
+            (&["", "b"], 1.0),
+            (&["k", "kb"], 1e3),
+            (&["m", "mb"], 1e6),
+            (&["g", "gb"], 1e9),
+            (&["kib"], 1024.0),
+            (&["mib"], 1024.0 * 1024.0),
+            (&["gib"], 1024.0 * 1024.0 * 1024.0),
+        ],
     };
-    let v = (n * mult).round();
+    let v = BYTES.parse(s)?.0.round();
     if !(1.0..=1e15).contains(&v) {
         bail!("byte count {s:?} out of range (1 B to 1 PB)");
     }
