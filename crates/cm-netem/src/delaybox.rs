@@ -269,7 +269,7 @@ fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters) {
         let revents = [fds[0].revents(), fds[1].revents(), fds[2].revents()];
         if let Some(w) = wake_at {
             if revents.iter().all(|r| r.is_empty()) {
-                // Timed out: learn how late the kernel wakes us (EWMA, capped).
+                // Timed out: learn how late the kernel wakes this thread (EWMA, capped).
                 let over = Instant::now().saturating_duration_since(w).as_nanos() as f64;
                 oversleep_ns = (0.9 * oversleep_ns + 0.1 * over).min(MAX_OVERSLEEP_NS);
             }

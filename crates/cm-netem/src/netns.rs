@@ -79,7 +79,7 @@ pub fn list_namespaces() -> Vec<String> {
     v
 }
 
-/// The pid encoded in one of our namespace names, if it is one.
+/// The pid encoded in one of this crate's namespace names, if it is one.
 pub(crate) fn owner_pid(ns: &str) -> Option<u32> {
     let rest = ns.strip_prefix(NS_PREFIX)?;
     let (pid, rest) = rest.split_once('x')?;

@@ -24,7 +24,7 @@ use crate::RealOpts;
 use crate::harness::{HostOptions, Job, Rig};
 
 /// The stacks compared: label, transport, SACK (Linux: the sender
-/// namespace's sysctl; TCP/CM: negotiated by our TCP).
+/// namespace's sysctl; TCP/CM: negotiated by cm-transport's TCP).
 fn stacks() -> Vec<(&'static str, Transport, bool)> {
     vec![
         ("tcpcm", Transport::TcpCm, false),
@@ -88,7 +88,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(RealError::Thread("stack"))))
+            .map(|h| h.join().unwrap_or(Err(RealError::Thread("stack"))))
             .collect()
     });
     let mut table: Vec<Vec<(f64, f64, u64)>> = Vec::new();

@@ -200,7 +200,7 @@ impl Default for ReceiverOptions {
     }
 }
 
-/// When [`Receiver::serve`] returns.
+/// When [`Receiver::serve`](crate::Receiver::serve) returns.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Until<'a> {
     /// Once this is set.

@@ -48,7 +48,7 @@ pub enum ExperimentError {
 pub struct Check {
     /// Metric name.
     pub metric: String,
-    /// Our value.
+    /// The value measured here.
     pub ours: f64,
     /// The paper's value (text).
     pub paper: String,
@@ -187,7 +187,7 @@ pub fn write(out: &Output, dir: &Path) -> Result<(), ExperimentError> {
     write_file(&dir.join(format!("{}.json", out.name)), &json)
 }
 
-/// The markdown report of several experiments: our numbers beside the paper's.
+/// The markdown report of several experiments: the measured numbers beside the paper's.
 pub fn report(outs: &[Output], quick: bool) -> String {
     let mut s = String::from("# Congestion Manager experiments\n\n");
     if quick {

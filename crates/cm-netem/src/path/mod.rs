@@ -190,10 +190,6 @@ impl Path {
         Ipv4Addr::new(10, self.k(), 2, 2)
     }
 
-    /// Give the receiver host another address, `10.k.2.(2 + n)` for
-    /// `n` in `1..=200`, routed through the same bottleneck and delay box
-    /// (for programs that need a second destination host behind the same
-
     /// The router's addresses: toward the sender and toward the receiver.
     pub fn router_addrs(&self) -> (Ipv4Addr, Ipv4Addr) {
         (

@@ -441,7 +441,7 @@ impl Engine<'_, '_> {
                     self.drain(slot, now)?;
                 }
                 CmEvent::GrantExpired { flow, .. } => {
-                    // The CM withdrew a grant we never answered: the
+                    // The CM withdrew a grant the sender never answered: the
                     // sender still counts its request as outstanding. A
                     // zero grant clears that (and re-requests if there is
                     // work); its Notify(0) must not reach the CM, which no

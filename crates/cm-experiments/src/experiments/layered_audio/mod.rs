@@ -7,7 +7,7 @@
 //! pick the highest of 10, 20, 40, 80, 160, 320 kbit/s encodings that fits
 //! its share, in 1 KB packets. Expected: audio + TCP/CM together about what
 //! NewReno gets (paper ≈ 65 + 85 vs 150 kbit/s), the audio mostly at
-//! 80 kbit/s. The paper does not give the CBR rate; we use 150 kbit/s
+//! 80 kbit/s. The paper does not give the CBR rate; this experiment uses 150 kbit/s
 //! (30% of the link), which leaves the three test flows about 117 kbit/s
 //! each if shared per flow, 175 per side if shared per host.
 //!
