@@ -83,6 +83,9 @@
 //! # }
 //! ```
 //!
+//! Every operation fails with a [`NetemError`] that says what was being
+//! done (the `ip`/`tc` command line and its stderr, the system call).
+//!
 //! The `cm-netem` binary does the same from the command line: `cm-netem up --rate
 //! 10mbit --delay 30ms --queue 64pkt --loss 0.01`, `cm-netem selftest ...`,
 //! `cm-netem cleanup`.

@@ -16,7 +16,8 @@
 //! | `real-ensemble` | sigcomm1999 §1/§5.1 | `outside_share_cm`, `jain_ensemble_cm` |
 //!
 //! They need root (namespaces, qdiscs, TUN devices) and say so. Paths are
-//! torn down on every exit path ([`cm_netem::Path`]'s `Drop`).
+//! torn down on every exit path ([`cm_netem::Path`]'s `Drop`). Each runs on
+//! the [`harness`]'s [`harness::Rig`] and fails with a [`RealError`].
 //!
 //! ```no_run
 //! let opts = cm_real::RealOpts { quick: true, quiet: false };
