@@ -9,8 +9,9 @@ use std::io;
 use std::process::ExitStatus;
 
 use crate::config::ConfigError;
-use crate::path::BuildStep;
-use crate::selftest::SelfTestFailed;
+
+/// The message when not running as root.
+pub const NOT_ROOT: &str = "cm-netem needs root (CAP_NET_ADMIN) to create network namespaces";
 
 /// Why an operation of this crate failed.
 #[derive(Debug, thiserror::Error)]
@@ -20,7 +21,7 @@ pub enum NetemError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The process is not root.
-    #[error("{}", crate::path::NOT_ROOT)]
+    #[error("{}", NOT_ROOT)]
     NotRoot,
     /// A program (`ip`, `tc`) could not be started.
     #[error("cannot run {program} (is iproute2 installed?): {error}")]
@@ -90,9 +91,21 @@ pub enum NetemError {
         /// Why.
         error: Box<NetemError>,
     },
-    /// The self-test ran and the path is more than the tolerance off.
-    #[error(transparent)]
-    SelfTest(#[from] SelfTestFailed),
+}
+
+/// Steps of [`crate::Path::build`], for tests that inject a failure
+/// part-way ([`NetemError::Injected`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildStep {
+    /// After the namespaces are created.
+    Namespaces,
+    /// After the delay box is running.
+    DelayBox,
+    /// At the bottleneck qdisc.
+    Tbf,
+    /// At the loss filter.
+    Loss,
 }
 
 impl NetemError {

@@ -18,9 +18,9 @@ use rustix::net::{AddressFamily, SocketFlags, SocketType};
 use crate::error::{Result, TtcpError};
 use crate::net::{timespec, wait_fd};
 use crate::payload::{Sink, Source};
+use crate::spec::{Observer, ReceiverOptions, SendSpec, Until};
 use crate::summary::{ProgressSample, Role, Summary, Transport, throughput};
 use crate::sys::{tcp_outq, tcp_total_retrans};
-use crate::{Observer, ReceiverOptions, SendSpec, Until};
 
 const CHUNK: usize = 256 * 1024;
 

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, mpsc};
 use std::thread::JoinHandle;
 
-use crate::error::{IoContext, NetemError, Result};
+use crate::error::{BuildStep, IoContext, NetemError, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::config::PathConfig;
@@ -39,9 +39,6 @@ pub const ROUTER_SND_IF: &str = "r-snd";
 pub const ROUTER_RCV_IF: &str = "r-rcv";
 /// Policy-routing table that routes packets coming out of the delay box.
 const DELAYBOX_TABLE: &str = "100";
-
-/// The error when not running as root.
-pub const NOT_ROOT: &str = "cm-netem needs root (CAP_NET_ADMIN) to create network namespaces";
 
 /// One of the three namespaces of a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -99,20 +96,6 @@ impl fmt::Debug for Path {
             .field("names", &self.names)
             .finish()
     }
-}
-
-/// Steps of [`Path::build`], for tests that inject a failure part-way.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BuildStep {
-    /// After the namespaces are created.
-    Namespaces,
-    /// After the delay box is running.
-    DelayBox,
-    /// At the bottleneck qdisc.
-    Tbf,
-    /// At the loss filter.
-    Loss,
 }
 
 impl Path {

@@ -3,9 +3,9 @@
 
 use std::net::Ipv4Addr;
 
-use crate::error::{NetemError, Result};
+use crate::error::{BuildStep, NetemError, Result};
 
-use super::{BuildStep, DELAYBOX_TABLE, HOST_IF, Node, Path, ROUTER_RCV_IF, ROUTER_SND_IF};
+use super::{DELAYBOX_TABLE, HOST_IF, Node, Path, ROUTER_RCV_IF, ROUTER_SND_IF};
 use crate::delaybox::{DelayBox, TUN_FORWARD, TUN_REVERSE};
 use crate::netns::run;
 

@@ -245,6 +245,17 @@ impl fmt::Display for SelfTestReport {
     }
 }
 
+/// Why [`Path::self_test`] returned no passing report.
+#[derive(Debug, thiserror::Error)]
+pub enum SelfTestError {
+    /// The measurement itself could not be made.
+    #[error(transparent)]
+    Measure(#[from] NetemError),
+    /// The self-test ran and the path is more than the tolerance off.
+    #[error(transparent)]
+    Failed(#[from] SelfTestFailed),
+}
+
 /// The self-test ran but the path is more than the tolerance off.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("emulated path failed its self-test:\n{0}")]
@@ -268,7 +279,7 @@ impl Path {
     /// Measure the path (delay, rate, loss); `Err` with every number when any is more
     /// than 5 % off (see [`SelfTestReport`]). Takes a few seconds plus up to 15 s for
     /// the loss phase. Do not send other traffic over the path meanwhile.
-    pub fn self_test(&self) -> Result<SelfTestReport> {
+    pub fn self_test(&self) -> Result<SelfTestReport, SelfTestError> {
         let report = self.self_test_report(&SelfTestOptions::default())?;
         if report.pass {
             Ok(report)

@@ -11,8 +11,8 @@ use rustix::event::PollFlags;
 use crate::error::{Result, TtcpError};
 use crate::net::{SOCKET_BUFFER, big_buffers, send_datagram_to, wait_fd};
 use crate::payload::Sink;
+use crate::spec::{ReceiverOptions, Until};
 use crate::summary::{ProgressSample, Role, Summary, Transport, throughput};
-use crate::{ReceiverOptions, Until};
 
 /// A finished connection keeps answering retransmitted FINs this long.
 const KEEP_FINISHED: Duration = Duration::from_secs(10);

@@ -11,11 +11,12 @@ use cm_transport::{CcMode, CmCall, TcpConfig, TcpSegment, TcpSender};
 use libcm::{Cm, CmError, CmEvent, Mode};
 use rustix::event::{PollFd, PollFlags, poll};
 
+use crate::TCPCM_MSS;
 use crate::error::{Result, TtcpError};
 use crate::net::{connected_udp, send_datagram, timespec};
 use crate::payload::Source;
+use crate::spec::{Observer, SendSpec};
 use crate::summary::{ProgressSample, Role, Summary, TcpCmDetail, Transport, throughput};
-use crate::{Observer, SendSpec, TCPCM_MSS};
 
 /// One transfer to run at `t0 + at`.
 pub(crate) struct Job {
