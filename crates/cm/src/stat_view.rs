@@ -18,6 +18,27 @@ use serde::Serialize;
 /// The uid of a macroflow shared by all users (cm-ipc `ALL_USERS`).
 const ALL_USERS: u32 = u32::MAX;
 
+/// The `--socket` option of every command that talks to the daemon.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SocketArg {
+    /// The daemon's control socket [default: $CM_SOCKET, else
+    /// $XDG_RUNTIME_DIR/cm.sock, else /run/cm.sock].
+    #[arg(long, short)]
+    pub socket: Option<PathBuf>,
+}
+
+impl SocketArg {
+    /// The socket to use ([`socket_path`]).
+    pub fn path(&self) -> PathBuf {
+        socket_path(self.socket.as_deref())
+    }
+
+    /// Connect to the daemon there ([`connect`]).
+    pub fn connect(&self) -> Result<Cm> {
+        connect(self.socket.as_deref())
+    }
+}
+
 /// The daemon's socket: `--socket`, else libcm's default path.
 pub fn socket_path(socket: Option<&Path>) -> PathBuf {
     socket.map_or_else(libcm::default_socket_path, Path::to_path_buf)

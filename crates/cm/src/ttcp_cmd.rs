@@ -14,7 +14,7 @@ use cm_ttcp::{
 };
 use libcm::Cm;
 
-use crate::stat_view::connect;
+use crate::stat_view::SocketArg;
 
 /// Options of `cm ttcp`.
 #[derive(Debug, clap::Args)]
@@ -91,10 +91,8 @@ struct SendArgs {
     /// TCP/CM: which CM.
     #[arg(long, value_enum, default_value_t = CmMode::Auto)]
     cm: CmMode,
-    /// The daemon's control socket [default: $CM_SOCKET, else
-    /// $XDG_RUNTIME_DIR/cm.sock, else /run/cm.sock].
-    #[arg(long, short)]
-    socket: Option<PathBuf>,
+    #[command(flatten)]
+    daemon: SocketArg,
     /// Print the summary as JSON (with progress samples every 100 ms).
     #[arg(long)]
     json: bool,
@@ -186,9 +184,9 @@ fn send(a: &SendArgs) -> Result<()> {
     let mut cm = match (a.transport, a.cm) {
         (Kind::Tcp, _) => None,
         (Kind::Tcpcm, CmMode::Embedded) => Some(Cm::embedded(cm_config())?),
-        (Kind::Tcpcm, CmMode::Daemon) => Some(connect(a.socket.as_deref())?),
-        (Kind::Tcpcm, CmMode::Auto) => Some(match &a.socket {
-            Some(_) => connect(a.socket.as_deref())?,
+        (Kind::Tcpcm, CmMode::Daemon) => Some(a.daemon.connect()?),
+        (Kind::Tcpcm, CmMode::Auto) => Some(match &a.daemon.socket {
+            Some(_) => a.daemon.connect()?,
             None => cm_ttcp::default_cm()?,
         }),
     };
