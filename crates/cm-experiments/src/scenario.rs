@@ -1,5 +1,5 @@
 //! Scenarios as data: a TOML description of a dumbbell and the flows over
-//! it, validated into a [`Scenario`] that [`crate::run::run`] executes.
+//! it, validated into a [`Scenario`] that [`crate::simulate::run`] executes.
 //!
 //! ```toml
 //! name = "two-flows"

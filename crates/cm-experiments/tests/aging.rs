@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use cm_core::Aging;
-use cm_experiments::aging::{run, sweep, totals};
+use cm_experiments::experiments::aging::simulation::{run, sweep, totals};
 
 #[test]
 fn minimum_rtt_half_life_loses_fewer_packets_than_srtt() {

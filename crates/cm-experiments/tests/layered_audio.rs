@@ -3,7 +3,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-use cm_experiments::layered_audio::{AudioRun, Companion, PathKind, Variant, run_with};
+use cm_experiments::experiments::layered_audio::simulation::{
+    AudioRun, Companion, PathKind, Variant, run_with,
+};
 
 fn variant(path: PathKind, companion: Companion) -> Variant {
     Variant { path, companion }
@@ -32,7 +34,7 @@ fn runs(v: Variant) -> Vec<AudioRun> {
 
 /// The mean of `f` over `runs`.
 fn mean(runs: &[AudioRun], f: impl Fn(&AudioRun) -> f64) -> f64 {
-    runs.iter().map(f).sum::<f64>() / runs.len() as f64
+    cm_report::stats::mean(&runs.iter().map(f).collect::<Vec<_>>())
 }
 
 fn host_over_newreno(r: &AudioRun) -> f64 {

@@ -1,7 +1,7 @@
 //! Scenario parsing, validation and determinism.
 
-use cm_experiments::run::run;
 use cm_experiments::scenario::{Scenario, ScenarioError};
+use cm_experiments::simulate::run;
 
 const BASE: &str = r#"
 name = "t"

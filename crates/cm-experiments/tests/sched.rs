@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use cm_experiments::sched::{run, scenarios};
+use cm_experiments::experiments::scheduler::simulation::{run, scenarios};
 
 #[test]
 fn staggered_flows_converge_to_their_weights() {

@@ -78,5 +78,5 @@ fn main() -> anyhow::Result<()> {
             after.bottleneck.dropped - before.bottleneck.dropped,
         );
     }
-    path.teardown()
+    Ok(path.teardown()?)
 }

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use cm_report::parse::{ParseError, Quantity};
 use serde::{Deserialize, Serialize};
 
 /// Size of an MTU-sized packet used to convert a queue given in packets to bytes.
@@ -87,6 +88,16 @@ pub enum ConfigError {
     },
 }
 
+impl From<ParseError> for ConfigError {
+    fn from(e: ParseError) -> ConfigError {
+        ConfigError::Parse {
+            what: e.what,
+            input: e.input,
+            hint: e.hint,
+        }
+    }
+}
+
 impl PathConfig {
     /// Check that every value is usable; the error says which one is not.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -118,89 +129,66 @@ impl PathConfig {
     }
 }
 
-fn split_num(s: &str) -> Option<(f64, String)> {
-    let s = s.trim();
-    let idx = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '+'))
-        .unwrap_or(s.len());
-    let num: f64 = s[..idx].parse().ok()?;
-    if !num.is_finite() || num < 0.0 {
-        return None;
-    }
-    Some((num, s[idx..].trim().to_ascii_lowercase()))
-}
+const RATE: Quantity = Quantity {
+    what: "rate",
+    hint: "expected e.g. 10mbit, 100Mbit, 500kbit, 1gbit or a number of bit/s",
+    units: &[
+        (&["", "bit", "bps", "b"], 1.0),
+        (&["k", "kbit", "kbps", "kb"], 1e3),
+        (&["m", "mbit", "mbps", "mb"], 1e6),
+        (&["g", "gbit", "gbps", "gb"], 1e9),
+    ],
+};
+
+const DURATION: Quantity = Quantity {
+    what: "duration",
+    hint: "expected e.g. 30ms, 1.5s, 250us",
+    units: &[
+        (&["s", "sec"], 1.0),
+        (&["ms", "msec"], 1e-3),
+        (&["us", "usec", "µs"], 1e-6),
+    ],
+};
+
+/// Units of [`parse_queue`]; the last one counts packets.
+const QUEUE: Quantity = Quantity {
+    what: "queue",
+    hint: "expected e.g. 100kB, 64pkt, 150000b or bdp",
+    units: &[
+        (&["", "b", "byte", "bytes"], 1.0),
+        (&["k", "kb", "kib"], 1e3),
+        (&["m", "mb"], 1e6),
+        (&["p", "pkt", "pkts", "packets"], 1.0),
+    ],
+};
 
 /// Parse a rate like `10mbit`, `100Mbit`, `500kbit`, `1gbit`, `64000` (bit/s), `2.5mbps`.
 ///
 /// `bit`/`bps` suffixes are bits per second; `Bps`/`bytes` are not accepted to avoid
 /// the tc ambiguity (tc's `mbps` means megabytes): here `mbps` means megabits.
 pub fn parse_rate(s: &str) -> Result<u64, ConfigError> {
-    let err = || ConfigError::Parse {
-        what: "rate",
-        input: s.to_string(),
-        hint: "expected e.g. 10mbit, 100Mbit, 500kbit, 1gbit or a number of bit/s",
-    };
-    let (num, unit) = split_num(s).ok_or_else(err)?;
-    let mult = match unit.as_str() {
-        "" | "bit" | "bps" | "b" => 1.0,
-        "k" | "kbit" | "kbps" | "kb" => 1e3,
-        "m" | "mbit" | "mbps" | "mb" => 1e6,
-        "g" | "gbit" | "gbps" | "gb" => 1e9,
-        _ => return Err(err()),
-    };
-    Ok((num * mult).round() as u64)
+    Ok(RATE.parse(s)?.0.round() as u64)
 }
 
 /// Parse a duration like `30ms`, `5ms`, `0.5s`, `250us`, `0`.
 pub fn parse_duration(s: &str) -> Result<Duration, ConfigError> {
-    let err = || ConfigError::Parse {
-        what: "duration",
-        input: s.to_string(),
-        hint: "expected e.g. 30ms, 1.5s, 250us",
-    };
-    let (num, unit) = split_num(s).ok_or_else(err)?;
-    let secs = match unit.as_str() {
-        "s" | "sec" => num,
-        "ms" | "msec" => num / 1e3,
-        "us" | "usec" | "µs" => num / 1e6,
-        "" if num == 0.0 => 0.0,
-        _ => return Err(err()),
-    };
-    Duration::try_from_secs_f64(secs).map_err(|_| err())
+    let (secs, _) = DURATION.parse(s)?;
+    Duration::try_from_secs_f64(secs).map_err(|_| DURATION.error(s).into())
 }
 
 /// Parse a queue size: `100kB`, `64kb`, `1500b`/`1500B`, `64pkt`/`64p`, or `bdp`.
 ///
 /// Byte units: `b`, `kb`, `mb` (decimal, case-insensitive: a queue is always in bytes).
 pub fn parse_queue(s: &str) -> Result<Queue, ConfigError> {
-    let err = || ConfigError::Parse {
-        what: "queue",
-        input: s.to_string(),
-        hint: "expected e.g. 100kB, 64pkt, 150000b or bdp",
-    };
     if s.trim().eq_ignore_ascii_case("bdp") {
         return Ok(Queue::Bdp);
     }
-    let (num, unit) = split_num(s).ok_or_else(err)?;
-    let q = match unit.as_str() {
-        "" | "b" | "byte" | "bytes" => Queue::Bytes(num.round() as u64),
-        "k" | "kb" | "kib" => Queue::Bytes((num * 1e3).round() as u64),
-        "m" | "mb" => Queue::Bytes((num * 1e6).round() as u64),
-        "p" | "pkt" | "pkts" | "packets" => Queue::Packets(num.round() as u64),
-        _ => return Err(err()),
-    };
-    Ok(q)
-}
-
-/// Format a rate in the largest unit that keeps it readable.
-pub fn fmt_rate(bps: f64) -> String {
-    if bps >= 1e9 {
-        format!("{:.3} Gbit/s", bps / 1e9)
-    } else if bps >= 1e6 {
-        format!("{:.3} Mbit/s", bps / 1e6)
+    let (n, unit) = QUEUE.parse(s)?;
+    Ok(if unit == QUEUE.units.len() - 1 {
+        Queue::Packets(n.round() as u64)
     } else {
-        format!("{:.3} kbit/s", bps / 1e3)
-    }
+        Queue::Bytes(n.round() as u64)
+    })
 }
 
 #[cfg(test)]

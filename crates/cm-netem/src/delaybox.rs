@@ -17,7 +17,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow};
+use crate::error::{IoContext, NetemError, Result};
 use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec};
 use serde::{Deserialize, Serialize};
 
@@ -117,8 +117,8 @@ impl DelayBox {
     /// Create `tunf` and `tunr` in namespace `ns` and start forwarding with `delay`.
     pub(crate) fn start(ns: &str, delay: Duration) -> Result<DelayBox> {
         let wake = rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
-            .context("eventfd for the delay box")?;
-        let wake_thread = wake.try_clone().context("dup eventfd")?;
+            .map_err(|e| NetemError::io("eventfd for the delay box", e.into()))?;
+        let wake_thread = wake.try_clone().io_context(|| "dup eventfd")?;
         let counters = Arc::new(Counters::default());
         let c2 = Arc::clone(&counters);
         let ns_name = ns.to_string();
@@ -128,8 +128,8 @@ impl DelayBox {
             .spawn(move || {
                 let setup = (|| -> Result<[File; 2]> {
                     netns::enter(&ns_name)?;
-                    let f = open_tun(TUN_FORWARD).context("create TUN device tunf")?;
-                    let r = open_tun(TUN_REVERSE).context("create TUN device tunr")?;
+                    let f = open_tun(TUN_FORWARD).io_context(|| "create TUN device tunf")?;
+                    let r = open_tun(TUN_REVERSE).io_context(|| "create TUN device tunr")?;
                     Ok([f, r])
                 })();
                 match setup {
@@ -143,7 +143,7 @@ impl DelayBox {
                     }
                 }
             })
-            .context("spawn the delay box thread")?;
+            .io_context(|| "spawn the delay box thread")?;
         let mut dbox = DelayBox {
             wake,
             thread: Some(thread),
@@ -157,7 +157,7 @@ impl DelayBox {
             }
             Err(_) => {
                 let _ = dbox.stop();
-                Err(anyhow!("the delay box thread died during setup"))
+                Err(NetemError::Thread("delay box".into()))
             }
         }
     }
@@ -177,9 +177,9 @@ impl DelayBox {
         let Some(t) = self.thread.take() else {
             return Ok(());
         };
-        rustix::io::write(&self.wake, &1u64.to_ne_bytes()).context("wake the delay box")?;
-        t.join()
-            .map_err(|_| anyhow!("the delay box thread panicked"))
+        rustix::io::write(&self.wake, &1u64.to_ne_bytes())
+            .map_err(|e| NetemError::io("wake the delay box", e.into()))?;
+        t.join().map_err(|_| NetemError::Thread("delay box".into()))
     }
 }
 
@@ -269,7 +269,7 @@ fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters) {
         let revents = [fds[0].revents(), fds[1].revents(), fds[2].revents()];
         if let Some(w) = wake_at {
             if revents.iter().all(|r| r.is_empty()) {
-                // Timed out: learn how late the kernel wakes us (EWMA, capped).
+                // Timed out: learn how late the kernel wakes this thread (EWMA, capped).
                 let over = Instant::now().saturating_duration_since(w).as_nanos() as f64;
                 oversleep_ns = (0.9 * oversleep_ns + 0.1 * over).min(MAX_OVERSLEEP_NS);
             }

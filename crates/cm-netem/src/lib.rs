@@ -59,7 +59,7 @@
 //! use std::time::Duration;
 //! use cm_netem::{Node, Path, PathConfig, Queue};
 //!
-//! # fn main() -> anyhow::Result<()> {
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let path = Path::build(PathConfig {
 //!     rate_bps: 10_000_000,
 //!     one_way_delay: Duration::from_millis(30),
@@ -83,12 +83,16 @@
 //! # }
 //! ```
 //!
+//! Every operation fails with a [`NetemError`] that says what was being
+//! done (the `ip`/`tc` command line and its stderr, the system call).
+//!
 //! The `cm-netem` binary does the same from the command line: `cm-netem up --rate
 //! 10mbit --delay 30ms --queue 64pkt --loss 0.01`, `cm-netem selftest ...`,
 //! `cm-netem cleanup`.
 
 pub mod config;
 mod delaybox;
+pub mod error;
 pub mod netns;
 mod path;
 pub mod selftest;
@@ -96,6 +100,7 @@ mod sys;
 
 pub use config::{ConfigError, PathConfig, Queue, parse_duration, parse_queue, parse_rate};
 pub use delaybox::{DelayBoxStats, DirectionStats};
-pub use netns::sweep_stale;
-pub use path::{BuildStep, NOT_ROOT, Node, Path, PathStats, QdiscStats, tbf_burst};
-pub use selftest::{LossRule, SelfTestFailed, SelfTestOptions, SelfTestReport};
+pub use error::{BuildStep, NOT_ROOT, NetemError, Result};
+pub use netns::{is_root, sweep_stale};
+pub use path::{Node, Path, PathStats, QdiscStats, tbf_burst};
+pub use selftest::{LossRule, SelfTestError, SelfTestFailed, SelfTestOptions, SelfTestReport};

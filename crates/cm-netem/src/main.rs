@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
-use cm_netem::config::fmt_rate;
 use cm_netem::{Path, PathConfig, Queue, SelfTestOptions, parse_duration, parse_queue, parse_rate};
 
 const EXAMPLES: &str = "\
@@ -115,12 +114,12 @@ fn describe(path: &Path) -> String {
          \x20 ip netns exec {rcv} iperf3 -s\n\
          \x20 ip netns exec {snd} iperf3 -c {}\n\
          \x20 tc -n {rtr} -s qdisc show dev tunf",
-        fmt_rate(c.rate_bps as f64),
+        cm_report::fmt::rate(c.rate_bps as f64),
         c.one_way_delay,
         c.queue_bytes(),
         c.loss,
         c.reverse_rate_bps
-            .map(|r| format!(", reverse {}", fmt_rate(r as f64)))
+            .map(|r| format!(", reverse {}", cm_report::fmt::rate(r as f64)))
             .unwrap_or_default(),
         path.sender_addr(),
         path.receiver_addr(),

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::path::Path as FsPath;
 use std::process::{Command, Stdio};
 
-use anyhow::{Context, Result, bail};
+use crate::error::{IoContext, NetemError, Result};
 
 /// Prefix of every namespace this crate creates: `cmn<pid>x<k>-<node>`.
 pub const NS_PREFIX: &str = "cmn";
@@ -12,21 +12,28 @@ pub const NS_PREFIX: &str = "cmn";
 /// Where `ip netns` keeps its namespace handles.
 pub const NETNS_DIR: &str = "/run/netns";
 
+/// Whether the process runs as root (effective uid 0): building a path,
+/// entering a namespace and the root-only tests need it.
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
 /// Run a program to completion; the error carries the command line and its stderr.
 pub(crate) fn run(program: &str, args: &[&str]) -> Result<String> {
     let out = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .with_context(|| format!("cannot run {program} (is iproute2 installed?)"))?;
+        .map_err(|error| NetemError::Spawn {
+            program: program.to_string(),
+            error,
+        })?;
     if !out.status.success() {
-        bail!(
-            "`{} {}` failed ({}): {}",
-            program,
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        return Err(NetemError::Command {
+            cmd: format!("{program} {}", args.join(" ")),
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -34,13 +41,13 @@ pub(crate) fn run(program: &str, args: &[&str]) -> Result<String> {
 /// Move the calling thread into the network namespace `name` (from `/run/netns`).
 pub(crate) fn enter(name: &str) -> Result<()> {
     let f = open_ns(name)?;
-    enter_fd(&f).with_context(|| format!("setns into network namespace {name}"))
+    enter_fd(&f).io_context(|| format!("setns into network namespace {name}"))
 }
 
 /// Open the handle of namespace `name`.
 pub(crate) fn open_ns(name: &str) -> Result<File> {
     File::open(FsPath::new(NETNS_DIR).join(name))
-        .with_context(|| format!("open network namespace {name}"))
+        .io_context(|| format!("open network namespace {name}"))
 }
 
 /// Move the calling thread into the network namespace behind `f`.
@@ -56,7 +63,7 @@ pub(crate) fn enter_fd(f: &File) -> std::io::Result<()> {
 /// Write a sysctl (`net.ipv4.ip_forward` style key) for the calling thread's netns.
 pub(crate) fn write_sysctl(key: &str, value: &str) -> Result<()> {
     let path = format!("/proc/sys/{}", key.replace('.', "/"));
-    std::fs::write(&path, value).with_context(|| format!("sysctl {key}={value}"))
+    std::fs::write(&path, value).io_context(|| format!("sysctl {key}={value}"))
 }
 
 /// The namespaces currently listed in `/run/netns`.
@@ -72,7 +79,7 @@ pub fn list_namespaces() -> Vec<String> {
     v
 }
 
-/// The pid encoded in one of our namespace names, if it is one.
+/// The pid encoded in one of this crate's namespace names, if it is one.
 pub(crate) fn owner_pid(ns: &str) -> Option<u32> {
     let rest = ns.strip_prefix(NS_PREFIX)?;
     let (pid, rest) = rest.split_once('x')?;
@@ -100,11 +107,14 @@ pub fn sweep_stale() -> Result<Vec<String>> {
         }
         match run("ip", &["netns", "del", &ns]) {
             Ok(_) => deleted.push(ns),
-            Err(e) => errors.push(format!("{e:#}")),
+            Err(e) => errors.push(e.to_string()),
         }
     }
     if !errors.is_empty() {
-        bail!("sweeping stale namespaces: {}", errors.join("; "));
+        return Err(NetemError::Cleanup {
+            what: "sweeping stale namespaces",
+            errors,
+        });
     }
     Ok(deleted)
 }

@@ -10,10 +10,6 @@ use cm_netem::{BuildStep, Node, Path, PathConfig};
 
 const OUR_LINKS: [&str; 5] = ["r-snd", "r-rcv", "tunf", "tunr", "eth0"];
 
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
-
 fn sh(program: &str, args: &[&str]) -> String {
     let out = Command::new(program).args(args).output().expect("run");
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -142,7 +138,7 @@ fn spawn_up() -> (Child, Vec<String>) {
 
 #[test]
 fn nothing_is_left_behind() {
-    if !is_root() {
+    if !cm_netem::is_root() {
         println!("skipped: needs root");
         return;
     }

@@ -4,10 +4,6 @@ use std::time::Duration;
 
 use cm_netem::{Path, PathConfig, Queue};
 
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
-
 fn check(cfg: PathConfig) {
     let path = Path::build(cfg.clone()).expect("build path");
     match path.self_test() {
@@ -20,7 +16,7 @@ fn check(cfg: PathConfig) {
 /// One test (not two) so the measurements do not run concurrently on a 2-core machine.
 #[test]
 fn self_test_passes_on_reference_paths() {
-    if !is_root() {
+    if !cm_netem::is_root() {
         println!("skipped: needs root");
         return;
     }

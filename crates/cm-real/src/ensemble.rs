@@ -12,11 +12,12 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use anyhow::Result;
-use cm_experiments::experiments::{Check, Output, jain};
+use crate::error::Result;
+use cm_experiments::experiments::{Check, Output};
 use cm_experiments::plot::{Plot, Series, Style};
 use cm_experiments::progress::Progress;
 use cm_netem::PathConfig;
+use cm_report::stats::jain;
 use cm_ttcp::{Summary, Transport};
 use serde_json::json;
 

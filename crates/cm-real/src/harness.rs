@@ -11,7 +11,7 @@
 use std::net::{SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow};
+use crate::error::{RealError, Result};
 use cm_netem::{Node, Path, PathConfig};
 use cm_ttcp::{Receiver, ReceiverHandle, ReceiverOptions, Scheduled, SendSpec, Summary, Transport};
 
@@ -102,7 +102,7 @@ impl std::fmt::Debug for Rig {
 impl Rig {
     /// Build the path, set up the hosts and start both receivers.
     pub fn build(cfg: PathConfig, host: HostOptions) -> Result<Rig> {
-        let path = Path::build(cfg).context("building the emulated path")?;
+        let path = Path::build(cfg)?;
         let sack = if host.sack { "1" } else { "0" };
         path.sysctl(Node::Sender, "net.ipv4.tcp_sack", sack)?;
         let mut opts = ReceiverOptions::default();
@@ -130,7 +130,7 @@ impl Rig {
                 Ok(vec![udp.spawn(), tcp.spawn()])
             })?
             .join()
-            .map_err(|_| anyhow!("receiver setup thread panicked"))??;
+            .map_err(|_| RealError::Thread("receiver setup"))??;
         Ok(Rig { path, receivers })
     }
 
@@ -172,7 +172,7 @@ impl Rig {
                 Ok(cm_ttcp::send_scheduled(&scheduled, Some(&mut cm))?)
             })?
             .join()
-            .map_err(|_| anyhow!("sender thread panicked"))?
+            .map_err(|_| RealError::Thread("sender"))?
     }
 
     /// Stop the receivers and tear the path down.
@@ -180,7 +180,7 @@ impl Rig {
         for r in self.receivers.drain(..) {
             r.stop()?;
         }
-        self.path.teardown()
+        Ok(self.path.teardown()?)
     }
 }
 
@@ -221,12 +221,9 @@ pub fn rate_between(s: &Summary, from: f64, to: f64) -> f64 {
 /// Whether this process can build paths (root), with the message to show
 /// when it cannot.
 pub fn require_root() -> Result<()> {
-    if rustix::process::geteuid().is_root() {
+    if cm_netem::is_root() {
         Ok(())
     } else {
-        Err(anyhow!(
-            "real-network experiments build network namespaces, a tbf bottleneck and a TUN \
-             delay box: run as root (e.g. `sudo cm experiment real-sharing --out out`)"
-        ))
+        Err(RealError::NotRoot)
     }
 }

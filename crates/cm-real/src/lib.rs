@@ -16,7 +16,8 @@
 //! | `real-ensemble` | sigcomm1999 §1/§5.1 | `outside_share_cm`, `jain_ensemble_cm` |
 //!
 //! They need root (namespaces, qdiscs, TUN devices) and say so. Paths are
-//! torn down on every exit path ([`cm_netem::Path`]'s `Drop`).
+//! torn down on every exit path ([`cm_netem::Path`]'s `Drop`). Each runs on
+//! the [`harness`]'s [`harness::Rig`] and fails with a [`RealError`].
 //!
 //! ```no_run
 //! let opts = cm_real::RealOpts { quick: true, quiet: false };
@@ -26,12 +27,14 @@
 #![warn(missing_docs)]
 
 pub mod ensemble;
+pub mod error;
 pub mod harness;
 pub mod sharing;
 pub mod tcp_friendly;
 pub mod throughput;
 
 pub use cm_experiments::experiments::Output;
+pub use error::{RealError, Result};
 
 /// Run parameters of a real experiment.
 #[derive(Clone, Copy, Debug)]
@@ -43,7 +46,7 @@ pub struct RealOpts {
 }
 
 /// A real experiment's entry point.
-pub type RealFn = fn(&RealOpts) -> anyhow::Result<Output>;
+pub type RealFn = fn(&RealOpts) -> Result<Output>;
 
 /// Every real experiment: name, description, entry point.
 pub const EXPERIMENTS: &[(&str, &str, RealFn)] = &[
@@ -76,11 +79,11 @@ pub fn is_real(name: &str) -> bool {
 
 /// Runs real experiment `name` (after checking for root and sweeping
 /// namespaces left by killed runs).
-pub fn run(name: &str, opts: &RealOpts) -> anyhow::Result<Output> {
+pub fn run(name: &str, opts: &RealOpts) -> Result<Output> {
     let f = EXPERIMENTS
         .iter()
         .find(|(n, _, _)| *n == name)
-        .ok_or_else(|| anyhow::anyhow!("unknown real experiment {name:?} (try `list`)"))?
+        .ok_or_else(|| RealError::Unknown(name.to_string()))?
         .2;
     harness::require_root()?;
     let _ = cm_netem::sweep_stale();

@@ -8,11 +8,13 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use anyhow::Result;
+use crate::error::Result;
+use cm_experiments::experiments::sharing::request_series;
 use cm_experiments::experiments::{Check, Output};
-use cm_experiments::plot::{Plot, Series, Style};
+use cm_experiments::plot::Plot;
 use cm_experiments::progress::Progress;
 use cm_netem::PathConfig;
+use cm_report::stats::mean;
 use cm_ttcp::{Summary, Transport};
 use serde_json::json;
 
@@ -23,10 +25,6 @@ use crate::harness::{HostOptions, Job, Rig};
 pub const OBJECT: u64 = 128 * 1024;
 /// Retrievals per run.
 pub const COUNT: usize = 9;
-
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len().max(1) as f64
-}
 
 /// Runs both variants `reps` times, alternating.
 pub fn run(opts: &RealOpts) -> Result<Output> {
@@ -94,15 +92,6 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         ));
     }
     summary.push(format!("later_improvement {later:.2}, first {first:.2}"));
-    let line = |v: &[f64], l: &str| Series {
-        label: l.into(),
-        points: v
-            .iter()
-            .enumerate()
-            .map(|(i, t)| ((i + 1) as f64, *t))
-            .collect(),
-        style: Style::Line,
-    };
     Ok(Output {
         name: "real-sharing".into(),
         csv,
@@ -110,7 +99,10 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
             title: "9 retrievals of 128 KB, 500 ms apart, 80 ms RTT (real path)".into(),
             x_label: "request".into(),
             y_label: "transfer time (s)".into(),
-            series: vec![line(linux, "Linux TCP (fresh)"), line(cm, "TCP/CM")],
+            series: vec![
+                request_series(linux, "Linux TCP (fresh)"),
+                request_series(cm, "TCP/CM"),
+            ],
         },
         metrics: json!({"later_improvement": later, "first_improvement": first,
                         "linux_s": linux, "tcpcm_s": cm, "tcpcm_window_at_open": windows,

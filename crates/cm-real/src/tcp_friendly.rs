@@ -11,11 +11,12 @@
 
 use std::fmt::Write as _;
 
-use anyhow::Result;
-use cm_experiments::experiments::{Check, Output, median};
+use crate::error::{RealError, Result};
+use cm_experiments::experiments::{Check, Output};
 use cm_experiments::plot::{Plot, Series, Style};
 use cm_experiments::progress::Progress;
 use cm_netem::PathConfig;
+use cm_report::stats::median;
 use cm_ttcp::Transport;
 use serde_json::json;
 
@@ -23,7 +24,7 @@ use crate::RealOpts;
 use crate::harness::{HostOptions, Job, Rig};
 
 /// The stacks compared: label, transport, SACK (Linux: the sender
-/// namespace's sysctl; TCP/CM: negotiated by our TCP).
+/// namespace's sysctl; TCP/CM: negotiated by cm-transport's TCP).
 fn stacks() -> Vec<(&'static str, Transport, bool)> {
     vec![
         ("tcpcm", Transport::TcpCm, false),
@@ -87,10 +88,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
             .collect();
         handles
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("stack thread panicked")))
-            })
+            .map(|h| h.join().unwrap_or(Err(RealError::Thread("stack"))))
             .collect()
     });
     let mut table: Vec<Vec<(f64, f64, u64)>> = Vec::new();

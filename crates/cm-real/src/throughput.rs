@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use anyhow::Result;
+use crate::error::Result;
 use cm_experiments::experiments::{Check, Output};
 use cm_experiments::plot::{Plot, Series, Style};
 use cm_experiments::progress::Progress;
@@ -99,8 +99,9 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     let lossy = measure(&lossy_rig, &lossy_stacks, bytes, reps, &bar)?;
     let lossy_stats = lossy_rig.path().stats().ok();
     lossy_rig.finish()?;
-    let mean =
-        |v: &[Summary], f: fn(&Summary) -> f64| v.iter().map(f).sum::<f64>() / v.len() as f64;
+    let mean = |v: &[Summary], f: fn(&Summary) -> f64| {
+        cm_report::stats::mean(&v.iter().map(f).collect::<Vec<_>>())
+    };
     let tput: Vec<f64> = runs.iter().map(|v| mean(v, |s| s.throughput_bps)).collect();
     let cpu: Vec<f64> = runs.iter().map(|v| mean(v, |s| s.cpu_per_mb())).collect();
     let ratio = tput[0] / tput[1];

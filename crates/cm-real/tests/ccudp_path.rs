@@ -117,7 +117,7 @@ fn run(path: &Path, cc: bool) -> (f64, u64, u64) {
 
 #[test]
 fn cc_udp_fills_the_bottleneck_without_flooding_it() {
-    if !rustix::process::geteuid().is_root() {
+    if !cm_netem::is_root() {
         eprintln!("skipped: needs root");
         return;
     }

@@ -20,7 +20,7 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The serial lock if root, else `None` (skip).
 fn root() -> Option<std::sync::MutexGuard<'static, ()>> {
-    if rustix::process::geteuid().is_root() {
+    if cm_netem::is_root() {
         return Some(
             SERIAL
                 .lock()
@@ -47,8 +47,15 @@ fn my_namespaces() -> Vec<String> {
         .collect()
 }
 
-fn assert_passes(name: &str) {
+/// Runs the quick version of `name` and checks it left no namespace behind.
+fn run_quick(name: &str) -> cm_experiments::experiments::Output {
     let out = run(name, &quick()).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    assert!(my_namespaces().is_empty(), "{name} left namespaces behind");
+    out
+}
+
+fn assert_passes(name: &str) {
+    let out = run_quick(name);
     for c in &out.checks {
         assert!(
             c.pass,
@@ -56,7 +63,6 @@ fn assert_passes(name: &str) {
             c.metric, c.ours, c.accept, out.summary
         );
     }
-    assert!(my_namespaces().is_empty(), "{name} left namespaces behind");
 }
 
 #[test]
@@ -79,7 +85,7 @@ fn real_ensemble_competes_like_one_flow() {
     let Some(_serial) = root() else {
         return;
     };
-    let out = run("real-ensemble", &quick()).unwrap_or_else(|e| panic!("{e:#}"));
+    let out = run_quick("real-ensemble");
     let m = &out.metrics;
     let cm = m["outside_share_cm"].as_f64().unwrap_or(f64::NAN);
     let tcp = m["outside_share_tcp"].as_f64().unwrap_or(f64::NAN);
@@ -90,7 +96,6 @@ fn real_ensemble_competes_like_one_flow() {
         out.summary
     );
     assert!(jain >= 0.98, "Jain among the TCP/CM flows {jain:.3}");
-    assert!(my_namespaces().is_empty(), "left namespaces behind");
 }
 
 #[test]

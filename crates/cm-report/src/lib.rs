@@ -7,7 +7,8 @@
 //!
 //! - [`fmt`]: bytes, bit rates and durations in one style (decimal units,
 //!   a space before the unit);
-//! - [`stats`]: median, percentiles, mean, Jain's fairness index.
+//! - [`stats`]: median, percentiles, mean, Jain's fairness index;
+//! - [`parse`]: numbers with units as typed on a command line (`10mbit`).
 //!
 //! ```
 //! use cm_report::{fmt, stats};
@@ -20,4 +21,5 @@
 #![warn(missing_docs)]
 
 pub mod fmt;
+pub mod parse;
 pub mod stats;

@@ -35,14 +35,14 @@ pub fn quartiles(v: &[f64]) -> (f64, f64, f64) {
     )
 }
 
-/// The arithmetic mean.
+/// The arithmetic mean, summed in the sample's order (so that it equals
+/// the plain `Σx / n` of the same finite samples bit for bit).
 pub fn mean(v: &[f64]) -> f64 {
-    let s = sorted(v);
-    if s.is_empty() {
-        f64::NAN
-    } else {
-        s.iter().sum::<f64>() / s.len() as f64
-    }
+    let (sum, n) = v
+        .iter()
+        .filter(|x| x.is_finite())
+        .fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    if n == 0 { f64::NAN } else { sum / n as f64 }
 }
 
 /// Jain's fairness index `(Σx)² / (n Σx²)`: 1 when all are equal, 1/n

@@ -27,7 +27,7 @@ pub enum TtcpError {
     Unreachable {
         /// The destination.
         dst: SocketAddr,
-        /// How long we tried.
+        /// How long the connection request was repeated.
         secs: f64,
         /// Extra detail (e.g. "; connection refused").
         detail: String,

@@ -146,31 +146,6 @@ impl Summary {
     }
 }
 
-/// `bytes` as `10.0 MB`, `512.0 kB` or `100 B` (decimal units, like ttcp).
-pub fn fmt_bytes(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b >= 1e9 {
-        format!("{:.2} GB", b / 1e9)
-    } else if b >= 1e6 {
-        format!("{:.1} MB", b / 1e6)
-    } else if b >= 1e3 {
-        format!("{:.1} kB", b / 1e3)
-    } else {
-        format!("{bytes} B")
-    }
-}
-
-/// A rate as `9.52 Mbit/s` (or kbit/s, Gbit/s).
-pub fn fmt_rate(bps: f64) -> String {
-    if bps >= 1e9 {
-        format!("{:.2} Gbit/s", bps / 1e9)
-    } else if bps >= 1e6 {
-        format!("{:.2} Mbit/s", bps / 1e6)
-    } else {
-        format!("{:.1} kbit/s", bps / 1e3)
-    }
-}
-
 impl fmt::Display for Summary {
     /// `tcpcm 10.0 MB in 8.41 s = 9.52 Mbit/s, 3 retransmissions, cpu 0.21 s`
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -182,9 +157,9 @@ impl fmt::Display for Summary {
             f,
             "{} {} in {:.2} s = {}, {} {what}, cpu {:.2} s",
             self.transport,
-            fmt_bytes(self.bytes),
+            cm_report::fmt::bytes(self.bytes),
             self.seconds,
-            fmt_rate(self.throughput_bps),
+            cm_report::fmt::rate(self.throughput_bps),
             self.retransmissions,
             self.cpu_s,
         )?;

@@ -45,7 +45,7 @@ pub fn run_experiment(a: &ExperimentArgs) -> anyhow::Result<()> {
             vec![a.name.as_str()]
         };
         let report = (a.name == "real").then_some("report-real.md");
-        return run_each(a, &names, report, |n| cm_real::run(n, &opts));
+        return run_each(a, &names, report, |n| Ok(cm_real::run(n, &opts)?));
     }
     let opts = Opts {
         quick: a.quick,

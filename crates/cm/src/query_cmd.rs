@@ -3,23 +3,20 @@
 //! rather than by flow).
 
 use std::net::{IpAddr, ToSocketAddrs};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::stat_view::{MacroflowView, connect, render_macroflows};
+use crate::stat_view::{MacroflowView, SocketArg, render_macroflows};
 
 /// Options of `cm query`.
 #[derive(Debug, clap::Args)]
 pub struct QueryArgs {
     /// Destination host: an IP address or a name to resolve.
     pub host: String,
-    /// The daemon's control socket [default: $CM_SOCKET, else
-    /// $XDG_RUNTIME_DIR/cm.sock, else /run/cm.sock].
-    #[arg(long, short)]
-    pub socket: Option<PathBuf>,
+    #[command(flatten)]
+    pub daemon: SocketArg,
     /// Print JSON: `{"host": ..., "macroflows": [...]}`.
     #[arg(long)]
     pub json: bool,
@@ -49,7 +46,7 @@ fn addresses(host: &str) -> Result<Vec<IpAddr>> {
 /// Run `cm query`; exit status 1 when there is no macroflow to the host.
 pub fn run(args: &QueryArgs) -> Result<ExitCode> {
     let ips = addresses(&args.host)?;
-    let mut cm = connect(args.socket.as_deref())?;
+    let mut cm = args.daemon.connect()?;
     let mut macroflows = Vec::new();
     for ip in ips {
         macroflows.extend(cm.query_host(ip)?.iter().map(MacroflowView::new));

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use cm_experiments::{run::run, scenario::Scenario};
+use cm_experiments::{scenario::Scenario, simulate::run};
 
 /// Arguments of `cm sim`.
 #[derive(Debug, clap::Args)]

@@ -1,19 +1,15 @@
 //! `cm stat`: every macroflow the caller may see and, under each, its flows
 //! (cm-implementation-linux §2: the daemon's view of the host's flows).
 
-use std::path::PathBuf;
-
 use anyhow::Result;
 
-use crate::stat_view::{StatView, connect, render};
+use crate::stat_view::{SocketArg, StatView, render};
 
 /// Options of `cm stat`.
 #[derive(Debug, clap::Args)]
 pub struct StatArgs {
-    /// The daemon's control socket [default: $CM_SOCKET, else
-    /// $XDG_RUNTIME_DIR/cm.sock, else /run/cm.sock].
-    #[arg(long, short)]
-    pub socket: Option<PathBuf>,
+    #[command(flatten)]
+    pub daemon: SocketArg,
     /// Print JSON: `{"macroflows": [{..., "flows": [...]}], "unattached_flows": []}`;
     /// no estimate is `null`, a macroflow shared by all users has `"uid": null`.
     #[arg(long)]
@@ -22,7 +18,7 @@ pub struct StatArgs {
 
 /// Run `cm stat`.
 pub fn run(args: &StatArgs) -> Result<()> {
-    let mut cm = connect(args.socket.as_deref())?;
+    let mut cm = args.daemon.connect()?;
     let view = StatView::new(&cm.stat()?);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&view)?);

@@ -11,11 +11,33 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use cm_report::fmt;
 use libcm::{Cm, CmError, FlowStat, MacroflowStat, Stat};
 use serde::Serialize;
 
 /// The uid of a macroflow shared by all users (cm-ipc `ALL_USERS`).
 const ALL_USERS: u32 = u32::MAX;
+
+/// The `--socket` option of every command that talks to the daemon.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SocketArg {
+    /// The daemon's control socket [default: $CM_SOCKET, else
+    /// $XDG_RUNTIME_DIR/cm.sock, else /run/cm.sock].
+    #[arg(long, short)]
+    pub socket: Option<PathBuf>,
+}
+
+impl SocketArg {
+    /// The socket to use ([`socket_path`]).
+    pub fn path(&self) -> PathBuf {
+        socket_path(self.socket.as_deref())
+    }
+
+    /// Connect to the daemon there ([`connect`]).
+    pub fn connect(&self) -> Result<Cm> {
+        connect(self.socket.as_deref())
+    }
+}
 
 /// The daemon's socket: `--socket`, else libcm's default path.
 pub fn socket_path(socket: Option<&Path>) -> PathBuf {
@@ -256,33 +278,12 @@ fn dash<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
     v.map_or_else(|| "-".to_string(), f)
 }
 
-/// Microseconds, in the unit that reads best.
-pub fn fmt_us(us: u64) -> String {
-    if us < 1_000 {
-        format!("{us}us")
-    } else if us < 1_000_000 {
-        format!("{:.2}ms", us as f64 / 1e3)
-    } else {
-        format!("{:.2}s", us as f64 / 1e6)
-    }
-}
+/// Kept for `cm flow`'s table until it formats with `cm_report` itself.
+pub use cm_report::fmt::micros as fmt_us;
 
-/// Bytes with a decimal unit.
-pub fn fmt_bytes(b: u64) -> String {
-    let f = b as f64;
-    if b < 10_000 {
-        format!("{b}B")
-    } else if f < 1e6 {
-        format!("{:.1}kB", f / 1e3)
-    } else if f < 1e9 {
-        format!("{:.1}MB", f / 1e6)
-    } else {
-        format!("{:.2}GB", f / 1e9)
-    }
-}
-
+/// A rate already in Mbit/s as a bare number (the column header names the unit).
 fn fmt_mbit(v: f64) -> String {
-    format!("{v:.2}")
+    fmt::mbit(v * 1e6)
 }
 
 fn macroflow_header(measured: bool) -> Vec<String> {
@@ -311,12 +312,12 @@ fn macroflow_row(m: &MacroflowView, measured: bool) -> Vec<String> {
         m.id.to_string(),
         dash(m.dst, |d| d.to_string()),
         m.uid.map_or_else(|| "all".to_string(), |u| u.to_string()),
-        fmt_bytes(m.window_bytes),
+        fmt::bytes(m.window_bytes),
         dash(m.rate_mbit, fmt_mbit),
-        dash(m.srtt_us, fmt_us),
-        dash(m.rttvar_us, fmt_us),
+        dash(m.srtt_us, fmt::micros),
+        dash(m.rttvar_us, fmt::micros),
         dash(m.loss, |l| format!("{:.2}", l * 100.0)),
-        fmt_bytes(m.in_flight_bytes),
+        fmt::bytes(m.in_flight_bytes),
         m.nflows.to_string(),
     ];
     if measured {
@@ -352,9 +353,9 @@ fn flow_row(f: &FlowView, measured: bool) -> Vec<String> {
         f.uid.to_string(),
         f.pid.to_string(),
         format!("{:.1}", f.share * 100.0),
-        fmt_bytes(f.in_flight_bytes),
-        fmt_bytes(f.sent_bytes),
-        fmt_bytes(f.lost_bytes),
+        fmt::bytes(f.in_flight_bytes),
+        fmt::bytes(f.sent_bytes),
+        fmt::bytes(f.lost_bytes),
         dash(f.rate_mbit, fmt_mbit),
     ];
     if measured {
@@ -486,7 +487,7 @@ mod tests {
         assert!(lines[0].starts_with("MACROFLOW  DESTINATION"), "{text}");
         assert!(lines[1].starts_with("1          127.0.0.1"), "{text}");
         assert!(
-            lines[1].contains("10.00") && lines[1].contains("850us"),
+            lines[1].contains("10.00") && lines[1].contains("850 us"),
             "{text}"
         );
         // The flow table: header and rows end at the same column.

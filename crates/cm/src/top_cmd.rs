@@ -4,20 +4,17 @@
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
-use crate::stat_view::{StatView, connect, mbit, render, socket_path};
+use crate::stat_view::{SocketArg, StatView, connect, mbit, render};
 
 /// Options of `cm top`.
 #[derive(Debug, clap::Args)]
 pub struct TopArgs {
-    /// The daemon's control socket [default: $CM_SOCKET, else
-    /// $XDG_RUNTIME_DIR/cm.sock, else /run/cm.sock].
-    #[arg(long, short)]
-    pub socket: Option<PathBuf>,
+    #[command(flatten)]
+    pub daemon: SocketArg,
     /// Seconds between refreshes.
     #[arg(long, short, default_value_t = 1.0)]
     pub interval: f64,
@@ -67,7 +64,7 @@ pub fn run(args: &TopArgs) -> Result<()> {
     }
     let interval = Duration::from_secs_f64(args.interval);
     let tty = std::io::stdout().is_terminal();
-    let path = socket_path(args.socket.as_deref());
+    let path = args.daemon.path();
     let mut cm = connect(Some(&path))?;
     let mut meter = RateMeter::default();
     let mut n = 0u64;

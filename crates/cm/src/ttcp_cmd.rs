@@ -7,13 +7,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use cm_report::fmt;
+use cm_report::parse::Quantity;
 use cm_ttcp::{
     ProgressSample, Receiver, ReceiverOptions, SendSpec, Summary, Transport, Until, cm_config,
-    fmt_bytes, fmt_rate,
 };
 use libcm::Cm;
 
-use crate::stat_view::connect;
+use crate::stat_view::SocketArg;
 
 /// Options of `cm ttcp`.
 #[derive(Debug, clap::Args)]
@@ -90,10 +91,8 @@ struct SendArgs {
     /// TCP/CM: which CM.
     #[arg(long, value_enum, default_value_t = CmMode::Auto)]
     cm: CmMode,
-    /// The daemon's control socket [default: $CM_SOCKET, else
-    /// $XDG_RUNTIME_DIR/cm.sock, else /run/cm.sock].
-    #[arg(long, short)]
-    socket: Option<PathBuf>,
+    #[command(flatten)]
+    daemon: SocketArg,
     /// Print the summary as JSON (with progress samples every 100 ms).
     #[arg(long)]
     json: bool,
@@ -145,25 +144,20 @@ fn recv(a: &RecvArgs) -> Result<()> {
 
 /// `10MB` → 10_000_000; `1.5GB`, `500k`, `64KiB`, `123`.
 pub(crate) fn parse_bytes(s: &str) -> Result<u64> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| anyhow!("{s:?} is not a byte count (e.g. 10MB, 500kB, 1GiB)"))?;
-    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "m" | "mb" => 1e6,
-        "g" | "gb" => 1e9,
-        "kib" => 1024.0,
-        "mib" => 1024.0 * 1024.0,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        u => bail!("unknown unit {u:?} in {s:?} (use B, kB, MB, GB, KiB, MiB, GiB)"),
+    const BYTES: Quantity = Quantity {
+        what: "byte count",
+        hint: "expected e.g. 10MB, 500kB, 1GiB (units B, kB, MB, GB, KiB, MiB, GiB)",
+        units: &[
+            (&["", "b"], 1.0),
+            (&["k", "kb"], 1e3),
+            (&["m", "mb"], 1e6),
+            (&["g", "gb"], 1e9),
+            (&["kib"], 1024.0),
+            (&["mib"], 1024.0 * 1024.0),
+            (&["gib"], 1024.0 * 1024.0 * 1024.0),
+        ],
     };
-    let v = (n * mult).round();
+    let v = BYTES.parse(s)?.0.round();
     if !(1.0..=1e15).contains(&v) {
         bail!("byte count {s:?} out of range (1 B to 1 PB)");
     }
@@ -190,9 +184,9 @@ fn send(a: &SendArgs) -> Result<()> {
     let mut cm = match (a.transport, a.cm) {
         (Kind::Tcp, _) => None,
         (Kind::Tcpcm, CmMode::Embedded) => Some(Cm::embedded(cm_config())?),
-        (Kind::Tcpcm, CmMode::Daemon) => Some(connect(a.socket.as_deref())?),
-        (Kind::Tcpcm, CmMode::Auto) => Some(match &a.socket {
-            Some(_) => connect(a.socket.as_deref())?,
+        (Kind::Tcpcm, CmMode::Daemon) => Some(a.daemon.connect()?),
+        (Kind::Tcpcm, CmMode::Auto) => Some(match &a.daemon.socket {
+            Some(_) => a.daemon.connect()?,
             None => cm_ttcp::default_cm()?,
         }),
     };
@@ -214,11 +208,11 @@ fn send(a: &SendArgs) -> Result<()> {
     if let Some(cm) = &cm {
         eprintln!(
             "cm ttcp: sending {} to {dst} over {t} ({:?} CM)",
-            fmt_bytes(bytes),
+            fmt::bytes(bytes),
             cm.mode()
         );
     } else {
-        eprintln!("cm ttcp: sending {} to {dst} over {t}", fmt_bytes(bytes));
+        eprintln!("cm ttcp: sending {} to {dst} over {t}", fmt::bytes(bytes));
     }
     let mut last: Option<(Instant, ProgressSample)> = None;
     let mut shown = Instant::now();
@@ -239,8 +233,8 @@ fn send(a: &SendArgs) -> Result<()> {
         let pct = s.bytes as f64 * 100.0 / bytes as f64;
         let line = format!(
             "{:>10}  {pct:5.1}%  {:>14}  {:6.1} s",
-            fmt_bytes(s.bytes),
-            fmt_rate(rate),
+            fmt::bytes(s.bytes),
+            fmt::rate(rate),
             s.t
         );
         let mut err = std::io::stderr().lock();

@@ -48,7 +48,7 @@ pub enum ExperimentError {
 pub struct Check {
     /// Metric name.
     pub metric: String,
-    /// Our value.
+    /// The value measured here.
     pub ours: f64,
     /// The paper's value (text).
     pub paper: String,
@@ -187,7 +187,7 @@ pub fn write(out: &Output, dir: &Path) -> Result<(), ExperimentError> {
     write_file(&dir.join(format!("{}.json", out.name)), &json)
 }
 
-/// The markdown report of several experiments: our numbers beside the paper's.
+/// The markdown report of several experiments: the measured numbers beside the paper's.
 pub fn report(outs: &[Output], quick: bool) -> String {
     let mut s = String::from("# Congestion Manager experiments\n\n");
     if quick {
@@ -247,32 +247,6 @@ pub(crate) fn base(name: &str, rate_bps: u64, one_way_ms: f64, secs: f64, seed: 
         },
         access: crate::scenario::Access::default(),
         flows: Vec::new(),
-    }
-}
-
-/// The median (mean of the middle two for even lengths); NaN if empty.
-pub fn median(v: &[f64]) -> f64 {
-    let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-/// Jain's fairness index `(Σx)² / (n Σx²)`.
-pub fn jain(x: &[f64]) -> f64 {
-    let s: f64 = x.iter().sum();
-    let q: f64 = x.iter().map(|v| v * v).sum();
-    if q == 0.0 {
-        1.0
-    } else {
-        s * s / (x.len() as f64 * q)
     }
 }
 

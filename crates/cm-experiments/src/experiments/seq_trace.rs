@@ -11,8 +11,8 @@ use serde_json::json;
 use super::{ExperimentError, Opts, Output, base, check, progress};
 use crate::plot::{Plot, Series, Style};
 use crate::progress::par_map;
-use crate::run::run_traced;
 use crate::scenario::{FlowSpec, Transport};
+use crate::simulate::run_traced;
 
 /// A sequence trace, goodput (bit/s) and retransmit count.
 type TraceRun = (Vec<(f64, f64)>, f64, u64);

@@ -12,8 +12,8 @@ use serde_json::json;
 use super::{ExperimentError, Opts, Output, base, check, progress};
 use crate::plot::{Plot, Series, Style};
 use crate::progress::par_map;
-use crate::run::run as run_scenario;
 use crate::scenario::{FlowSpec, Transport};
+use crate::simulate::run as run_scenario;
 
 /// Bottleneck rate (the paper's testbed rate is not what matters; 10 Mbit/s
 /// makes a 128 KB fetch take several RTTs of slow start).
@@ -38,6 +38,20 @@ fn transfer_times(t: Transport) -> Result<Vec<f64>, ExperimentError> {
         .iter()
         .map(|f| f.completion_s.unwrap_or(f64::NAN))
         .collect())
+}
+
+/// Transfer time by request number (1, 2, ...) as a line: the figure of
+/// this experiment and of its real-network twin (`cm-real`'s `real-sharing`).
+pub fn request_series(times: &[f64], label: &str) -> Series {
+    Series {
+        label: label.into(),
+        points: times
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ((i + 1) as f64, *t))
+            .collect(),
+        style: Style::Line,
+    }
 }
 
 /// Runs both variants.
@@ -69,15 +83,6 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
         .zip(nr.first())
         .map_or(f64::NAN, |(b, a)| 1.0 - b / a);
     summary.push(format!("later_improvement {later:.2}, first {first:.2}"));
-    let line = |v: &[f64], l: &str| Series {
-        label: l.into(),
-        points: v
-            .iter()
-            .enumerate()
-            .map(|(i, t)| ((i + 1) as f64, *t))
-            .collect(),
-        style: Style::Line,
-    };
     Ok(Output {
         name: "sharing".into(),
         csv,
@@ -85,7 +90,7 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
             title: "Sequential 128 KB fetches (cm-implementation-linux Fig 7)".into(),
             x_label: "request number".into(),
             y_label: "transfer time (s)".into(),
-            series: vec![line(&nr, "NewReno"), line(&cm, "TCP/CM")],
+            series: vec![request_series(&nr, "NewReno"), request_series(&cm, "TCP/CM")],
         },
         metrics: json!({"later_improvement": later, "first_improvement": first,
                         "newreno_s": nr, "tcpcm_s": cm}),

@@ -8,11 +8,13 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use super::{ExperimentError, Opts, Output, base, check, median, progress};
+use cm_report::stats::median;
+
+use super::{ExperimentError, Opts, Output, base, check, progress};
 use crate::plot::{Plot, Series, Style};
 use crate::progress::par_map;
-use crate::run::run as run_scenario;
 use crate::scenario::{FlowSpec, Scenario, Transport};
+use crate::simulate::run as run_scenario;
 
 const RATES: [u64; 7] = [
     100_000, 300_000, 500_000, 1_000_000, 3_000_000, 5_000_000, 10_000_000,

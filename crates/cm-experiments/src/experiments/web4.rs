@@ -10,11 +10,13 @@ use std::fmt::Write as _;
 use cm_sim::SimRng;
 use serde_json::json;
 
-use super::{ExperimentError, Opts, Output, base, check, jain, progress};
+use cm_report::stats::{jain, mean};
+
+use super::{ExperimentError, Opts, Output, base, check, progress};
 use crate::plot::{Plot, Series, Style};
 use crate::progress::par_map;
-use crate::run::run as run_scenario;
 use crate::scenario::{FlowSpec, Transport};
+use crate::simulate::run as run_scenario;
 
 /// CBR cross traffic, bit/s.
 pub const CBR_BPS: u64 = 100_000;
@@ -95,7 +97,6 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
             ln.push(loss);
         }
     }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     let (jain_newreno, jain_cm) = (mean(&jn), mean(&jc));
     summary.push(format!(
         "jain_newreno {jain_newreno:.3} jain_cm {jain_cm:.3}"

@@ -8,12 +8,11 @@ use std::time::{Duration, Instant};
 use cm_transport::{Flags, TcpReceiver, TcpReceiverConfig, TcpSegment};
 use rustix::event::PollFlags;
 
-use crate::clock::{from_cm, secs, thread_cpu, to_cm, unix_now};
 use crate::error::{Result, TtcpError};
 use crate::net::{SOCKET_BUFFER, big_buffers, send_datagram_to, wait_fd};
 use crate::payload::Sink;
+use crate::spec::{ReceiverOptions, Until};
 use crate::summary::{ProgressSample, Role, Summary, Transport, throughput};
-use crate::{ReceiverOptions, Until};
 
 /// A finished connection keeps answering retransmitted FINs this long.
 const KEEP_FINISHED: Duration = Duration::from_secs(10);
@@ -78,9 +77,9 @@ impl UdpReceiver {
             seconds,
             throughput_bps: throughput(bytes, seconds),
             retransmissions: c.rx.stats().duplicates,
-            cpu_s: thread_cpu().saturating_sub(c.cpu0).as_secs_f64(),
-            start_s: secs(c.started),
-            end_s: secs(c.end),
+            cpu_s: cm_clock::thread_cpu().saturating_sub(c.cpu0).as_secs_f64(),
+            start_s: cm_clock::secs_since_epoch(c.started),
+            end_s: cm_clock::secs_since_epoch(c.end),
             start_unix_s: c.start_unix,
             complete,
             progress: c.samples.clone(),
@@ -103,8 +102,8 @@ impl UdpReceiver {
         Ok(RConn {
             rx,
             started: now,
-            start_unix: unix_now(),
-            cpu0: thread_cpu(),
+            start_unix: cm_clock::unix_now(),
+            cpu0: cm_clock::thread_cpu(),
             last: now,
             end: now,
             reported: false,
@@ -159,7 +158,7 @@ impl UdpReceiver {
             let now = Instant::now();
             for c in self.conns.values() {
                 if let Some(t) = c.rx.poll_timeout() {
-                    wait = wait.min(from_cm(t).saturating_duration_since(now));
+                    wait = wait.min(cm_clock::to_std(t).saturating_duration_since(now));
                 }
                 if let Some(t) = c.next_sample {
                     wait = wait.min(t.saturating_duration_since(now));
@@ -219,7 +218,7 @@ impl UdpReceiver {
         let Some(c) = self.conns.get_mut(&peer) else {
             return Ok(());
         };
-        let t = to_cm(now);
+        let t = cm_clock::from_std(now);
         if seg.len > 0 {
             // By stream offset: out-of-order and repeated data land in
             // place (data starts at sequence number 1).
@@ -255,7 +254,7 @@ impl UdpReceiver {
     /// Delayed-ACK timers, progress samples, forgetting old connections.
     fn timers(&mut self, out: &mut Vec<Summary>, on_done: &mut dyn FnMut(&Summary)) -> Result<()> {
         let now = Instant::now();
-        let t = to_cm(now);
+        let t = cm_clock::from_std(now);
         let mut gone = Vec::new();
         for (&peer, c) in &mut self.conns {
             if c.rx.poll_timeout().is_some_and(|at| at <= t) {

@@ -11,12 +11,12 @@ use cm_transport::{CcMode, CmCall, TcpConfig, TcpSegment, TcpSender};
 use libcm::{Cm, CmError, CmEvent, Mode};
 use rustix::event::{PollFd, PollFlags, poll};
 
-use crate::clock::{from_cm, secs, thread_cpu, to_cm, unix_now};
+use crate::TCPCM_MSS;
 use crate::error::{Result, TtcpError};
 use crate::net::{connected_udp, send_datagram, timespec};
 use crate::payload::Source;
+use crate::spec::{Observer, SendSpec};
 use crate::summary::{ProgressSample, Role, Summary, TcpCmDetail, Transport, throughput};
-use crate::{Observer, SendSpec, TCPCM_MSS};
 
 /// One transfer to run at `t0 + at`.
 pub(crate) struct Job {
@@ -69,9 +69,11 @@ impl Conn {
             seconds,
             throughput_bps: throughput(bytes, seconds),
             retransmissions: stats.retransmits,
-            cpu_s: thread_cpu().saturating_sub(self.cpu0).as_secs_f64(),
-            start_s: secs(self.started),
-            end_s: secs(end),
+            cpu_s: cm_clock::thread_cpu()
+                .saturating_sub(self.cpu0)
+                .as_secs_f64(),
+            start_s: cm_clock::secs_since_epoch(self.started),
+            end_s: cm_clock::secs_since_epoch(end),
             start_unix_s: self.start_unix,
             complete,
             progress: self.samples.clone(),
@@ -163,7 +165,7 @@ impl Engine<'_, '_> {
             }
             for c in self.conns.iter().flatten() {
                 if let Some(t) = c.tcp.poll_timeout() {
-                    until = until.min(from_cm(t));
+                    until = until.min(cm_clock::to_std(t));
                 }
                 if let Some(t) = c.next_sample {
                     until = until.min(t);
@@ -215,7 +217,7 @@ impl Engine<'_, '_> {
             .local_addr()
             .map_err(|e| TtcpError::io("local address", e))?;
         let started = Instant::now();
-        let cpu0 = thread_cpu();
+        let cpu0 = cm_clock::thread_cpu();
         // cm-implementation-linux §3.2 "Connection creation": connect()
         // calls cm_open() to associate the connection with a CM flow.
         let flow = self.cm.open(Some(local), spec.dst)?;
@@ -261,7 +263,7 @@ impl Engine<'_, '_> {
             sack: spec.sack,
             ..TcpConfig::default()
         };
-        let tcp = match TcpSender::new(cfg, to_cm(started)) {
+        let tcp = match TcpSender::new(cfg, cm_clock::from_std(started)) {
             Ok(t) => t,
             Err(e) => {
                 let _ = self.cm.close(flow);
@@ -277,7 +279,7 @@ impl Engine<'_, '_> {
             flow,
             detail,
             started,
-            start_unix: unix_now(),
+            start_unix: cm_clock::unix_now(),
             cpu0,
             progressed: started,
             acked: 0,
@@ -296,7 +298,7 @@ impl Engine<'_, '_> {
         };
         self.conns[slot] = Some(conn);
         self.by_flow.insert(flow, slot);
-        self.drain(slot, to_cm(started))
+        self.drain(slot, cm_clock::from_std(started))
     }
 
     /// Every segment and CM call the connection has queued: segments go on
@@ -336,7 +338,7 @@ impl Engine<'_, '_> {
                     let Some(bytes) = rbuf.get(..n) else { continue };
                     // Not a segment: not ours to act on.
                     if let Ok(seg) = TcpSegment::decode(bytes) {
-                        c.tcp.handle_segment(to_cm(Instant::now()), &seg);
+                        c.tcp.handle_segment(cm_clock::now(), &seg);
                         got = true;
                     }
                 }
@@ -356,14 +358,14 @@ impl Engine<'_, '_> {
                 c.acked = acked;
                 c.progressed = Instant::now();
             }
-            self.drain(slot, to_cm(Instant::now()))?;
+            self.drain(slot, cm_clock::now())?;
         }
         Ok(())
     }
 
     /// Retransmission timers, connect and idle limits, progress samples.
     fn timers(&mut self, now: Instant) -> Result<()> {
-        let t = to_cm(now);
+        let t = cm_clock::from_std(now);
         for slot in 0..self.conns.len() {
             let Some(c) = self.conns[slot].as_mut() else {
                 continue;
@@ -420,7 +422,7 @@ impl Engine<'_, '_> {
     /// Grants and other CM events ("cmapp_send", cm-implementation-linux §3.2).
     fn events(&mut self) -> Result<()> {
         while let Some(ev) = self.cm.poll_event()? {
-            let now = to_cm(Instant::now());
+            let now = cm_clock::now();
             match ev {
                 CmEvent::Send { flow, bytes } => {
                     let Some(&slot) = self.by_flow.get(&flow) else {
@@ -440,7 +442,7 @@ impl Engine<'_, '_> {
                     self.drain(slot, now)?;
                 }
                 CmEvent::GrantExpired { flow, .. } => {
-                    // The CM withdrew a grant we never answered: the
+                    // The CM withdrew a grant the sender never answered: the
                     // sender still counts its request as outstanding. A
                     // zero grant clears that (and re-requests if there is
                     // work); its Notify(0) must not reach the CM, which no

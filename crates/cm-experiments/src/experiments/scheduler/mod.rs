@@ -1,4 +1,15 @@
-//! `scheduler` (sigcomm1999 §4.6, Fig 13): see [`crate::sched`].
+//! `scheduler` — flows of one macroflow that start at different times
+//! converge to equal shares, or to their weights (sigcomm1999 §4.6, Fig 13).
+//!
+//! Three always-backlogged ALF flows on one CM host to one receiver start
+//! `stagger` apart. The CM's scheduler apportions the macroflow's rate among
+//! them; every report gives the receiver's byte count, so each flow's rate
+//! is measured per one-second bin at the receiver.
+//!
+//! The simulation of one run is in [`simulation`]; this module sweeps it
+//! and reports the experiment.
+
+pub mod simulation;
 
 use std::fmt::Write as _;
 
@@ -7,7 +18,7 @@ use serde_json::json;
 use super::{ExperimentError, Opts, Output, check, progress};
 use crate::plot::{Plot, Series, Style};
 use crate::progress::par_map;
-use crate::sched::{SchedRun, run as run_one, scenarios};
+use simulation::{SchedRun, run as run_one, scenarios};
 
 /// Equal weights and 1:2:4, flows starting staggered.
 pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {

@@ -1,22 +1,4 @@
-//! `layered-audio` — an adaptive layered audio sender and a TCP/CM transfer
-//! on one CM host against one TCP NewReno transfer (sigcomm1999 §5.2,
-//! Fig 15).
-//!
-//! 0.5 Mbit/s bottleneck, 120 ms round-trip propagation delay, CBR cross
-//! traffic. The audio uses rate callbacks (`cm_thresh`/`cmapp_update`) to
-//! pick the highest of 10, 20, 40, 80, 160, 320 kbit/s encodings that fits
-//! its share, in 1 KB packets. Expected: audio + TCP/CM together about what
-//! NewReno gets (paper ≈ 65 + 85 vs 150 kbit/s), the audio mostly at
-//! 80 kbit/s. The paper does not give the CBR rate; we use 150 kbit/s
-//! (30% of the link), which leaves the three test flows about 117 kbit/s
-//! each if shared per flow, 175 per side if shared per host.
-//!
-//! Besides the paper's path (DropTail queue of one bandwidth-delay product)
-//! a [`Variant`] selects the controls that locate where the result departs
-//! from the paper: the same path without the audio, with a second TCP/CM
-//! transfer in its place (an ensemble of two TCPs instead of TCP + audio),
-//! and an equal-loss path on which random loss rather than queue overflow
-//! drops packets, so every flow sees the same loss rate.
+//! One simulated `layered-audio` run: the CM host (audio + TCP/CM) against NewReno over one bottleneck.
 
 use cm_core::{Config, Duration, Instant, Thresholds};
 use cm_sim::{DumbbellConfig, FlowTag, QueueLimit, Sim, dumbbell};

@@ -1,13 +1,4 @@
-//! `aging` — exponential aging's half-life: minimum RTT vs smoothed RTT
-//! (sigcomm1999 §4.4, Fig 12).
-//!
-//! An always-backlogged ALF sender whose receiver reports only every few
-//! round trips, so the CM spends most of its time in open loop, halving its
-//! rate every half-life (§4.4). Half-way through, CBR cross traffic takes
-//! half of the bottleneck: queues build, the smoothed RTT inflates, and a
-//! half-life of srtt decays the open-loop rate more slowly than one of the
-//! minimum RTT. The paper's claim: the minimum-RTT half-life loses
-//! substantially fewer packets. Both modes run the identical scenario.
+//! One simulated `aging` run: an ALF sender with sparse reports, CBR cross traffic half-way through.
 
 use cm_core::{Aging, Config, Duration, Instant, Rate};
 use cm_sim::{CbrSource, DumbbellConfig, FlowTag, QueueLimit, Sim, Sink, dumbbell};

@@ -1,10 +1,4 @@
-//! `scheduler` — flows of one macroflow that start at different times
-//! converge to equal shares, or to their weights (sigcomm1999 §4.6, Fig 13).
-//!
-//! Three always-backlogged ALF flows on one CM host to one receiver start
-//! `stagger` apart. The CM's scheduler apportions the macroflow's rate among
-//! them; every report gives the receiver's byte count, so each flow's rate
-//! is measured per one-second bin at the receiver.
+//! One simulated `scheduler` run: staggered ALF flows sharing one macroflow.
 
 use cm_core::{Config, Duration, Instant};
 use cm_sim::{DumbbellConfig, FlowTag, Sim, dumbbell};

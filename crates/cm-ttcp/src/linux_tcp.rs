@@ -15,13 +15,12 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::net::{AddressFamily, SocketFlags, SocketType};
 
-use crate::clock::{secs, thread_cpu, unix_now};
 use crate::error::{Result, TtcpError};
 use crate::net::{timespec, wait_fd};
 use crate::payload::{Sink, Source};
+use crate::spec::{Observer, ReceiverOptions, SendSpec, Until};
 use crate::summary::{ProgressSample, Role, Summary, Transport, throughput};
 use crate::sys::{tcp_outq, tcp_total_retrans};
-use crate::{Observer, ReceiverOptions, SendSpec, Until};
 
 const CHUNK: usize = 256 * 1024;
 
@@ -102,9 +101,9 @@ pub(crate) fn send(
     if let Some(b) = spec.bind {
         rustix::net::bind(&fd, &b).map_err(|e| TtcpError::errno(format!("bind {b}"), e))?;
     }
-    let cpu0 = thread_cpu();
+    let cpu0 = cm_clock::thread_cpu();
     let started = Instant::now();
-    let start_unix = unix_now();
+    let start_unix = cm_clock::unix_now();
     match rustix::net::connect(&fd, &dst) {
         Ok(()) | Err(rustix::io::Errno::INPROGRESS) => {}
         Err(e) => return Err(connect_error(spec, e)),
@@ -203,7 +202,7 @@ pub(crate) fn send(
     }
     let end = Instant::now();
     let retrans = tcp_total_retrans(&stream).unwrap_or(0);
-    let cpu = thread_cpu().saturating_sub(cpu0);
+    let cpu = cm_clock::thread_cpu().saturating_sub(cpu0);
     let bytes = if timed_out {
         let a = acked(&stream, written);
         let _ = stream.shutdown(Shutdown::Both);
@@ -231,8 +230,8 @@ pub(crate) fn send(
         throughput_bps: throughput(bytes, seconds),
         retransmissions: u64::from(retrans),
         cpu_s: cpu.as_secs_f64(),
-        start_s: secs(started),
-        end_s: secs(end),
+        start_s: cm_clock::secs_since_epoch(started),
+        end_s: cm_clock::secs_since_epoch(end),
         start_unix_s: start_unix,
         complete: !timed_out,
         progress: prog.samples,
@@ -345,9 +344,9 @@ impl TcpReceiverLoop {
             seconds,
             throughput_bps: throughput(c.bytes, seconds),
             retransmissions: 0,
-            cpu_s: thread_cpu().saturating_sub(c.cpu0).as_secs_f64(),
-            start_s: secs(c.started),
-            end_s: secs(c.last),
+            cpu_s: cm_clock::thread_cpu().saturating_sub(c.cpu0).as_secs_f64(),
+            start_s: cm_clock::secs_since_epoch(c.started),
+            end_s: cm_clock::secs_since_epoch(c.last),
             start_unix_s: c.start_unix,
             complete,
             progress: c.samples.clone(),
@@ -381,8 +380,8 @@ impl TcpReceiverLoop {
                                 stream,
                                 peer,
                                 started: now,
-                                start_unix: unix_now(),
-                                cpu0: thread_cpu(),
+                                start_unix: cm_clock::unix_now(),
+                                cpu0: cm_clock::thread_cpu(),
                                 bytes: 0,
                                 last: now,
                                 next_sample: self.opts.progress_interval.map(|d| now + d),

@@ -1,0 +1,96 @@
+//! Counters of a path: its `tbf` bottlenecks (`tc -s qdisc`) and the delay box.
+
+use crate::error::{NetemError, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{Node, Path};
+use crate::delaybox::{DelayBoxStats, TUN_FORWARD, TUN_REVERSE};
+use crate::netns::run;
+
+/// Counters of a `tbf` bottleneck qdisc (from `tc -s qdisc`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QdiscStats {
+    /// Bytes sent on (IP level).
+    pub sent_bytes: u64,
+    /// Packets sent on.
+    pub sent_packets: u64,
+    /// Packets dropped because the queue was full.
+    pub dropped: u64,
+    /// Times a packet had to wait for tokens.
+    pub overlimits: u64,
+    /// Bytes queued now.
+    pub backlog_bytes: u64,
+    /// Packets queued now.
+    pub backlog_packets: u64,
+}
+
+/// Cheap statistics of a path.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PathStats {
+    /// The forward bottleneck (tbf on `tunf`).
+    pub bottleneck: QdiscStats,
+    /// The reverse bottleneck, when configured.
+    pub reverse_bottleneck: Option<QdiscStats>,
+    /// Delay box counters.
+    pub delay_box: DelayBoxStats,
+    /// Current loss probability.
+    pub loss: f64,
+}
+impl Path {
+    fn qdisc_stats(&self, dev: &str) -> Result<QdiscStats> {
+        let out = run(
+            "tc",
+            &[
+                "-n",
+                self.ns(Node::Router),
+                "-j",
+                "-s",
+                "qdisc",
+                "show",
+                "dev",
+                dev,
+            ],
+        )?;
+        let v: serde_json::Value = serde_json::from_str(&out).map_err(|e| NetemError::Parse {
+            what: "tc -j output".into(),
+            detail: e.to_string(),
+        })?;
+        let q = v
+            .as_array()
+            .and_then(|a| a.iter().find(|q| q["kind"] == "tbf"))
+            .ok_or_else(|| NetemError::Parse {
+                what: "tc -j output".into(),
+                detail: format!("no tbf qdisc on {dev}"),
+            })?;
+        let g = |k: &str| q[k].as_u64().unwrap_or(0);
+        Ok(QdiscStats {
+            sent_bytes: g("bytes"),
+            sent_packets: g("packets"),
+            dropped: g("drops"),
+            overlimits: g("overlimits"),
+            backlog_bytes: g("backlog"),
+            backlog_packets: g("qlen"),
+        })
+    }
+
+    /// Bottleneck and delay-box counters.
+    pub fn stats(&self) -> Result<PathStats> {
+        let bottleneck = self.qdisc_stats(TUN_FORWARD)?;
+        let reverse_bottleneck = match self.config.reverse_rate_bps {
+            Some(_) => Some(self.qdisc_stats(TUN_REVERSE)?),
+            None => None,
+        };
+        let inner = self.lock();
+        let delay_box = inner
+            .delay_box
+            .as_ref()
+            .map(|d| d.stats())
+            .unwrap_or_default();
+        Ok(PathStats {
+            bottleneck,
+            reverse_bottleneck,
+            delay_box,
+            loss: inner.loss,
+        })
+    }
+}
