@@ -254,7 +254,7 @@ def claim_of(name, doc):
 
 def command(name, real):
     if real:
-        return f"sudo cargo run --release -p cm -- experiment {name} --out out/   # --quick: short"
+        return f"cargo run --release -p cm -- experiment {name} --out out/   # as root; --quick: short"
     return f"cargo run --release -p cm -- experiment {name} --out out/   # --quick: short"
 
 
