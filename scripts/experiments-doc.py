@@ -145,7 +145,7 @@ SACK=0 scripts/ns3-crosscheck.sh   # no SACK on either side
 scripts/ns3-droptail-bias.sh       # the layered-audio path without the CM
 ```
 
-| mode | rate | ns-3 goodput / drops | ours | Δ goodput | Δ drops |
+| mode | rate | ns-3 goodput / drops | this simulator | Δ goodput | Δ drops |
 |---|---|---|---|---|---|
 | SACK | 1 Mbit/s | 906.9 kbit/s / 41.1 | 926.9 / 44.0 | +2.2% | +7.1% |
 | SACK | 10 Mbit/s | 9072.1 kbit/s / 206.0 | 9317.1 / 208.0 | +2.7% | +1.0% |
@@ -228,7 +228,7 @@ def cell(s):
 
 
 def checks_table(doc):
-    rows = ["| check | ours | paper | accept | pass |", "|---|---|---|---|---|"]
+    rows = ["| check | measured | paper | accept | pass |", "|---|---|---|---|---|"]
     for c in doc.get("checks", []):
         ours = c.get("ours")
         ours = f"{ours:.3f}" if isinstance(ours, (int, float)) else str(ours)
@@ -281,12 +281,12 @@ def section(name, doc, real, desc):
     leaves = []
     flatten("", doc.get("metrics", {}), leaves)
     if leaves:
-        s.append("Our metrics: " + "; ".join(f"`{k}` {v}" for k, v in leaves) + ".")
+        s.append("Metrics: " + "; ".join(f"`{k}` {v}" for k, v in leaves) + ".")
         s.append("")
     if real:
-        s += [f"Our figure: ![{name}](../experiments/results/real/{name}.svg)", ""]
+        s += [f"Figure: ![{name}](../experiments/results/real/{name}.svg)", ""]
     else:
-        s += [f"Our figure: `out/{name}.svg` (with `out/{name}.csv`), written by the command.", ""]
+        s += [f"Figure: `out/{name}.svg` (with `out/{name}.csv`), written by the command.", ""]
     notes = doc.get("notes", [])
     if notes:
         s.append("Notes (from the experiment's JSON):")
@@ -304,7 +304,7 @@ def order(names):
 
 def summary(entries):
     rows = [
-        "| experiment | paper | claim | checks passed | headline (ours vs paper) |",
+        "| experiment | paper | claim | checks passed | first check (measured vs paper) |",
         "|---|---|---|---|---|",
     ]
     for name, doc, _real, desc in entries:
