@@ -123,6 +123,27 @@ packets); 100 Mbit/s, 5 ms gave 99.93 Mbit/s and 10.12 ms against 10.01. The
 delay box forwards about 113,000 small packets per second, 13 times what
 100 Mbit/s of full-size packets needs.
 
+```sh
+cargo run --release -p cm-netem -- selftest --rate 10mbit --delay 30ms --loss 0.01   # measure a path
+cargo run --release -p cm-netem -- up --rate 100mbit --delay 5ms --queue 100pkt      # keep one up until Ctrl-C
+cargo run --release -p cm-netem -- cleanup                                           # remove paths of killed runs
+```
+
+`cm ttcp` moves bulk data over TCP/CM (the project's TCP over UDP, its
+congestion control by an embedded CM or the daemon, `--cm`) or Linux TCP,
+ttcp-style, with a progress line and a summary (bytes, seconds,
+throughput, retransmissions, CPU); the real experiments use the same
+library (`cm-ttcp`):
+
+```sh
+cm ttcp recv --listen 0.0.0.0:5001 --transport tcpcm &
+cm ttcp send 127.0.0.1:5001 --bytes 100MB --transport tcpcm
+cm ttcp recv --listen 0.0.0.0:5002 --transport tcp &
+cm ttcp send 127.0.0.1:5002 --bytes 100MB --transport tcp --cc reno
+cm ttcp recv --listen 0.0.0.0:5003 --count 1 --out copy.iso &   # --out writes what arrives
+cm ttcp send 127.0.0.1:5003 --file debian.iso                   # TCP/CM segments carry the file
+```
+
 Congestion-controlled UDP on the same kind of path
 (`crates/cm-real/tests/ccudp_path.rs`, 8 Mbit/s, 20 ms each way): a
 `CcUdpSocket` sender offering far more than the bottleneck gets 0.92 of its
@@ -340,6 +361,12 @@ check that does not pass is shown as **no**, and the notes say why. Every
 experiment writes `<name>.csv`, `<name>.svg` and `<name>.json`; `cm
 experiment all --out out/` runs all the simulated ones (about two seconds)
 and also writes `out/report.md`. `cm experiment list` names them all.
+
+Scenarios are data: `experiments/scenarios/*.toml` give the bottleneck
+(rate, delay, queue, loss), the flows with their transport (`newreno`,
+`tcpcm`, `cbr`, `audio`, `web`), start times, sizes and hosts, the seed and
+the duration; `cargo run --release -p cm -- sim FILE` runs one and prints
+its result as JSON.
 
 This file is regenerated and checked by `scripts/test.sh`:
 
