@@ -34,6 +34,22 @@ cargo test -p libcm --features tokio --release --locked --test tokio_adapter
 step "doc tests and docs build"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 
+step "docs/experiments.md is what scripts/experiments-doc.py makes of the experiments"
+# The simulated experiments are deterministic and take about two seconds in
+# full; the real ones come from experiments/results/real (checked in).
+exp_out=target/experiments-doc
+rm -rf "$exp_out"
+if ! cargo run --release --locked -q -p cm -- experiment all --out "$exp_out" >"$exp_out.log" 2>&1; then
+  cat "$exp_out.log" >&2
+  exit 1
+fi
+cargo run --release --locked -q -p cm -- experiment list >"$exp_out/list.txt"
+# The README's scenario command.
+cargo run --release --locked -q -p cm -- sim experiments/scenarios/web4-cm.toml >/dev/null
+python3 scripts/experiments-doc.py --out-dir "$exp_out" --list "$exp_out/list.txt" \
+  --check docs/experiments.md
+echo ok
+
 step "benchmark (quick): request/grant/notify/update cycle"
 cargo bench -p cm-core --bench cycle --locked -- --quick
 
