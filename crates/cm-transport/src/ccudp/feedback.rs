@@ -71,7 +71,7 @@ pub struct Counters {
 }
 
 /// The sender's accounting for one connection.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Accounting {
     /// Sequence number of `slots[0]`.
     base: u64,
