@@ -15,6 +15,7 @@
 //! - **otherwise**: loopback, each receiver behind its own user-space
 //!   bottleneck (rate, DropTail queue, one-way delay) in the receiver.
 
+pub(crate) mod acks;
 mod link;
 mod receiver;
 mod report;
