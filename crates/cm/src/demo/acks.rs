@@ -9,7 +9,7 @@ use std::net::{SocketAddr, UdpSocket};
 use anyhow::{Context, Result};
 use cm_core::Instant;
 use cm_transport::ccudp::receiver::{AckState, Arrival};
-use cm_transport::ccudp::wire::{self, Ack, Packet};
+use cm_transport::ccudp::wire::{self, Ack, DataHeader, Packet};
 
 /// Ack state per sender (address and session).
 #[derive(Debug, Default)]
@@ -32,8 +32,20 @@ impl Acks {
         let Ok(Packet::Data { header, .. }) = wire::decode(bytes) else {
             return None;
         };
-        let st = self.peers.entry((from, header.session)).or_default();
-        if st.on_data(&header, bytes.len(), now) == Arrival::New {
+        self.on_data(&header, bytes.len(), from, now)
+    }
+
+    /// A data datagram with header `h`, `len` bytes long, from `from`
+    /// arrived at `now` (already decoded). Returns the ack due, if any.
+    pub fn on_data(
+        &mut self,
+        h: &DataHeader,
+        len: usize,
+        from: SocketAddr,
+        now: Instant,
+    ) -> Option<(SocketAddr, Ack)> {
+        let st = self.peers.entry((from, h.session)).or_default();
+        if st.on_data(h, len, now) == Arrival::New {
             self.received += 1;
         }
         if st.ack_due() {
