@@ -34,7 +34,6 @@ pub fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
     let rx = Receiver::start();
     let sock = sender_socket(&rx);
     let ack_sock = sock.try_clone().unwrap();
-    let daemon = cm.mode() == libcm::Mode::Daemon;
     let t0 = Instant::now();
     let mut acked = 0u64;
     let rtt_of = |sent: &[Instant], seq: u64| {
@@ -80,12 +79,7 @@ pub fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
             acked += got;
             if got == 0 {
                 let t = cm.next_timeout().unwrap_or(StdDuration::from_millis(200));
-                let fd = if daemon {
-                    Some(cm.pollable_fd().unwrap())
-                } else {
-                    None
-                };
-                wait_readable(&ack_sock, fd, t.min(StdDuration::from_millis(200)));
+                wait_for_acks(&mut cm, &ack_sock, t);
                 if idle.elapsed() > StdDuration::from_secs(2) {
                     // A stall is a bug to see, not a number to print.
                     let st = cm.stat().unwrap();
@@ -210,12 +204,7 @@ pub fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
         if got == 0 {
             let t = cm.next_timeout().unwrap_or(StdDuration::from_millis(200));
             if !t.is_zero() {
-                let fd = if daemon {
-                    Some(cm.pollable_fd().unwrap())
-                } else {
-                    None
-                };
-                wait_readable(&ack_sock, fd, t.min(StdDuration::from_millis(200)));
+                wait_for_acks(&mut cm, &ack_sock, t);
             }
             if lost_guard.elapsed() > StdDuration::from_millis(200) {
                 // Datagrams lost on loopback (a full receive buffer): count
@@ -246,6 +235,17 @@ pub fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
     let e = t0.elapsed();
     debug_counters(&mut cm, flow);
     e
+}
+
+/// Sleep until acks arrive on `sock`, the CM has work (daemon mode: its
+/// pollable descriptor) or `t` (at most 200 ms) passes.
+fn wait_for_acks(cm: &mut Cm, sock: &UdpSocket, t: StdDuration) {
+    let fd = if cm.mode() == libcm::Mode::Daemon {
+        Some(cm.pollable_fd().unwrap())
+    } else {
+        None
+    };
+    wait_readable(sock, fd, t.min(StdDuration::from_millis(200)));
 }
 
 /// `CM_BENCH_DEBUG`: the run's macroflow's window and RTT (the daemon
