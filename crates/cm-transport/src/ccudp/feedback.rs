@@ -7,7 +7,7 @@
 //! right:
 //!
 //! - **received**: its bit is set in an ack's mask, or it fell out of the
-//!   window of every ack we saw and the peer's cumulative byte count says
+//!   window of every ack that arrived and the peer's cumulative byte count says
 //!   it arrived (acks themselves may be lost);
 //! - **lost, transient** (`CM_LOSS_FEEDBACK`): it is not in an ack's mask
 //!   although [`REORDER`] later datagrams are (RFC 5681 §3.2: three
@@ -175,7 +175,7 @@ impl Accounting {
     /// `cm_update`, or `None` if the ack resolved nothing.
     pub fn on_ack(&mut self, now: Instant, now_ts: u32, ack: &Ack) -> Option<Feedback> {
         if ack.highest >= self.departed {
-            // Acknowledges what never left: not our peer's ack.
+            // Acknowledges what never left: not the peer's ack.
             self.counters.bogus_acks += 1;
             return None;
         }
@@ -216,7 +216,7 @@ impl Accounting {
             }
         }
         // 2. What is missing: datagrams outside this ack's window were
-        // resolved by acks we never saw; trust the cumulative count. Inside
+        // resolved by acks that never arrived; trust the cumulative count. Inside
         // the window, a hole with REORDER later arrivals is a loss.
         let window_start = ack.highest.saturating_sub(63);
         let last = ack.highest.checked_sub(REORDER - 1);
