@@ -8,15 +8,25 @@
 //! turns the receiver's reports into `cm_update` calls (§4.2.2, application
 //! notification). The receiver's report interval sets how scarce feedback
 //! is, which is what exponential aging (§4.4) is for.
+//!
+//! Both ends run CC-UDP's sans-IO feedback loop, the code libcm's
+//! `CcUdpSocket` ships (`cm_transport::ccudp`): data carries its
+//! [`DataHeader`], the receiver's [`AckState`] makes the acks, and the
+//! sender's [`Accounting`] turns them into `cm_update` feedback. The host
+//! does not run the accounting's retransmission timeout: between sparse
+//! reports an ALF sender is in open loop, which the CM's own aging handles
+//! (sigcomm1999 §4.4); calling that silence persistent congestion would
+//! take the experiment away.
 
 use std::any::Any;
-use std::collections::VecDeque;
 
 use cm_core::{
-    Bytes, ClientId, Config, CongestionManager, Duration, Event, Feedback, FlowId, Instant,
-    LossMode, OpenParams,
+    Bytes, ClientId, Config, CongestionManager, Duration, Event, FlowId, Instant, OpenParams,
 };
 use cm_sim::{Ctx, FlowTag, Host, NodeId, Packet, Payload};
+use cm_transport::ccudp::feedback::Accounting;
+use cm_transport::ccudp::receiver::{AckPolicy, AckState};
+use cm_transport::ccudp::wire::{Ack, DataHeader};
 
 /// Why an ALF experiment could not run.
 #[derive(Debug, thiserror::Error)]
@@ -34,30 +44,30 @@ pub enum AlfError {
 
 /// IP + UDP header bytes added to every datagram on the wire.
 const HEADERS: u32 = 28;
+/// Bytes a report takes on the simulated wire. A CC-UDP ack is
+/// `ACK_LEN + HEADERS` = 80 bytes; the experiments' checks are calibrated
+/// with 40 (the scheduler's convergence bins move with the reverse path's
+/// timing), so reports keep that size.
+const REPORT_WIRE_LEN: u32 = 40;
 
 /// What travels in an ALF experiment.
 #[derive(Clone, Debug)]
 pub enum AlfPacket {
-    /// Application data: `len` payload bytes of app `app`, number `seq`.
+    /// A CC-UDP datagram of app `app`: `len` bytes, its header included.
     Data {
         /// The sending application (index on its host).
         app: u32,
-        /// Per-app sequence number.
-        seq: u64,
-        /// Payload bytes.
+        /// The CC-UDP header (session = `app`).
+        header: DataHeader,
+        /// Bytes of the datagram (as granted and notified).
         len: u32,
     },
-    /// The receiver's report: cumulative counts and the newest packet seen,
-    /// with that packet's send time echoed for an RTT sample.
+    /// The receiver's CC-UDP ack for app `app`.
     Report {
         /// The application reported on.
         app: u32,
-        /// Highest sequence number received so far.
-        highest_seq: u64,
-        /// Payload bytes received so far (cumulative).
-        received_bytes: u64,
-        /// When `highest_seq` was sent.
-        echo: Instant,
+        /// The ack.
+        ack: Ack,
     },
     /// Cross traffic (not CM-controlled).
     Cross {
@@ -70,7 +80,7 @@ impl Payload for AlfPacket {
     fn wire_len(&self) -> u32 {
         match self {
             AlfPacket::Data { len, .. } => len + HEADERS,
-            AlfPacket::Report { .. } => 40,
+            AlfPacket::Report { .. } => REPORT_WIRE_LEN,
             AlfPacket::Cross { len } => *len,
         }
     }
@@ -88,15 +98,13 @@ pub struct AlfApp {
     /// Scheduler weight (sigcomm1999 §4.6).
     pub weight: u32,
     flow: Option<FlowId>,
-    next_seq: u64,
-    /// Sent and not yet reported: (seq, bytes).
-    unresolved: VecDeque<(u64, u64)>,
-    received_reported: u64,
-    /// Payload bytes the receiver reported, sampled at every report.
+    /// What was sent and what became of it (CC-UDP's sender side).
+    acct: Accounting,
+    /// Bytes the receiver reported, sampled at every report.
     pub progress: Vec<(Instant, u64)>,
-    /// Payload bytes sent.
+    /// Bytes sent.
     pub sent_bytes: u64,
-    /// Payload bytes reported lost.
+    /// Bytes reported lost.
     pub lost_bytes: u64,
 }
 
@@ -109,16 +117,19 @@ impl AlfApp {
             start,
             weight,
             flow: None,
-            next_seq: 0,
-            unresolved: VecDeque::new(),
-            received_reported: 0,
+            acct: Accounting::new(),
             progress: Vec::new(),
             sent_bytes: 0,
             lost_bytes: 0,
         }
     }
 
-    /// Payload bytes the receiver has reported by `t`.
+    /// The sender's CC-UDP accounting (counters of acked and lost datagrams).
+    pub fn accounting(&self) -> &Accounting {
+        &self.acct
+    }
+
+    /// Bytes the receiver has reported by `t`.
     pub fn received_by(&self, t: Instant) -> u64 {
         let i = self.progress.partition_point(|&(at, _)| at <= t);
         if i == 0 { 0 } else { self.progress[i - 1].1 }
@@ -189,17 +200,21 @@ impl AlfSender {
                 continue;
             };
             let app = &mut self.apps[i];
-            let seq = app.next_seq;
             let len = u32::try_from(bytes.get()).unwrap_or(u32::MAX);
+            let header = DataHeader {
+                session: i as u16,
+                seq: app.acct.next_seq(),
+                ts: now.as_micros() as u32,
+            };
             let data = AlfPacket::Data {
                 app: i as u32,
-                seq,
+                header,
                 len,
             };
             let sent = if ctx.send(app.dst, app.tag, data).is_ok() {
-                app.next_seq += 1;
+                app.acct.on_queued(len as usize);
+                app.acct.on_departed(now);
                 app.sent_bytes += bytes.get();
-                app.unresolved.push_back((seq, bytes.get()));
                 bytes
             } else {
                 Bytes::ZERO
@@ -213,35 +228,19 @@ impl AlfSender {
         self.wake = self.cm.poll_timeout();
     }
 
-    /// A report resolves every packet up to `highest_seq`: what the
-    /// cumulative count says arrived was received, the rest lost
-    /// (sigcomm1999 §4.2.2: nsent vs nrecd between reports).
-    fn on_report(&mut self, now: Instant, app: u32, highest: u64, received: u64, echo: Instant) {
+    /// An ack: CC-UDP's accounting says what it resolved (sigcomm1999
+    /// §4.2.2: nsent vs nrecd between reports), and that goes to
+    /// `cm_update`.
+    fn on_report(&mut self, now: Instant, app: u32, ack: &Ack) {
         let Some(a) = self.apps.get_mut(app as usize) else {
             return;
         };
         let Some(flow) = a.flow else { return };
-        let mut nsent = 0;
-        while a.unresolved.front().is_some_and(|&(s, _)| s <= highest) {
-            if let Some((_, b)) = a.unresolved.pop_front() {
-                nsent += b;
-            }
-        }
-        let nrecd = received.saturating_sub(a.received_reported).min(nsent);
-        a.received_reported = received;
-        a.lost_bytes += nsent - nrecd;
-        a.progress.push((now, received));
-        let rtt = now - echo;
-        let fb = Feedback {
-            nsent: Bytes(nsent),
-            nrecd: Bytes(nrecd),
-            loss: if nrecd < nsent {
-                LossMode::Transient
-            } else {
-                LossMode::None
-            },
-            rtt: (!rtt.is_zero()).then_some(rtt),
+        a.progress.push((now, ack.recv_bytes));
+        let Some(fb) = a.acct.on_ack(now, now.as_micros() as u32, ack) else {
+            return;
         };
+        a.lost_bytes += fb.nsent.get() - fb.nrecd.get();
         let _ = self.cm.update(now, flow, fb);
         if app == 0 {
             let info = self
@@ -263,14 +262,8 @@ impl Host<AlfPacket> for AlfSender {
     }
 
     fn on_packet(&mut self, now: Instant, pkt: Packet<AlfPacket>, ctx: &mut Ctx<'_, AlfPacket>) {
-        if let AlfPacket::Report {
-            app,
-            highest_seq,
-            received_bytes,
-            echo,
-        } = pkt.payload
-        {
-            self.on_report(now, app, highest_seq, received_bytes, echo);
+        if let AlfPacket::Report { app, ack } = pkt.payload {
+            self.on_report(now, app, &ack);
         }
         self.serve(now, ctx);
     }
@@ -309,88 +302,78 @@ pub enum Reporting {
     Every(Duration),
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+/// One app's receive side: CC-UDP's ack state and where acks go.
+#[derive(Debug)]
 struct RxApp {
-    highest: Option<(u64, Instant)>,
-    bytes: u64,
-    dirty: bool,
+    acks: AckState,
     sender: Option<(NodeId, FlowTag)>,
 }
 
 /// The receiving host of ALF apps.
 #[derive(Debug)]
 pub struct AlfReceiver {
-    reporting: Reporting,
+    policy: AckPolicy,
     apps: Vec<RxApp>,
-    next_report: Option<Instant>,
 }
 
 impl AlfReceiver {
     /// A receiver reporting as `reporting` says.
     pub fn new(reporting: Reporting) -> Self {
         AlfReceiver {
-            reporting,
+            policy: match reporting {
+                Reporting::EveryPacket => AckPolicy::Every(1),
+                Reporting::Every(d) => AckPolicy::Period(d),
+            },
             apps: Vec::new(),
-            next_report: None,
         }
     }
 
-    fn report(&mut self, i: usize, ctx: &mut Ctx<'_, AlfPacket>) {
-        let a = &mut self.apps[i];
-        let (Some((seq, echo)), Some((to, tag))) = (a.highest, a.sender) else {
+    fn send(&mut self, i: usize, ack: Option<Ack>, ctx: &mut Ctx<'_, AlfPacket>) {
+        let (Some(mut ack), Some((to, tag))) = (ack, self.apps[i].sender) else {
             return;
         };
-        a.dirty = false;
-        let r = AlfPacket::Report {
-            app: i as u32,
-            highest_seq: seq,
-            received_bytes: a.bytes,
-            echo,
-        };
-        let _ = ctx.send(to, tag, r);
+        // The experiments' receiver does not time how long the newest
+        // datagram waited for the report: its RTT samples include that
+        // wait (up to one report interval), as the aging experiment's
+        // checks are calibrated with. The shipped CC-UDP receiver reports
+        // the wait and the sender subtracts it; with it, sparse reports
+        // give the true path RTT and both half-lives age alike in the
+        // quick sweep (302 vs 302 lost).
+        ack.echo_delay_us = 0;
+        let _ = ctx.send(to, tag, AlfPacket::Report { app: i as u32, ack });
     }
 }
 
 impl Host<AlfPacket> for AlfReceiver {
     fn on_packet(&mut self, now: Instant, pkt: Packet<AlfPacket>, ctx: &mut Ctx<'_, AlfPacket>) {
-        let AlfPacket::Data { app, seq, len } = pkt.payload else {
+        let AlfPacket::Data { app, header, len } = pkt.payload else {
             return;
         };
         let i = app as usize;
-        if self.apps.len() <= i {
-            self.apps.resize(i + 1, RxApp::default());
+        while self.apps.len() <= i {
+            self.apps.push(RxApp {
+                acks: AckState::new(self.policy),
+                sender: None,
+            });
         }
         let a = &mut self.apps[i];
-        a.bytes += u64::from(len);
-        if a.highest.is_none_or(|(h, _)| seq > h) {
-            a.highest = Some((seq, pkt.sent_at));
-        }
         a.sender = Some((pkt.src, pkt.flow));
-        a.dirty = true;
-        match self.reporting {
-            Reporting::EveryPacket => self.report(i, ctx),
-            Reporting::Every(d) => {
-                if self.next_report.is_none() {
-                    self.next_report = Some(now + d);
-                }
-            }
+        a.acks.on_data(&header, len as usize, now);
+        if a.acks.ack_due() {
+            let ack = a.acks.take_ack(now);
+            self.send(i, ack, ctx);
         }
     }
 
     fn on_timer(&mut self, now: Instant, ctx: &mut Ctx<'_, AlfPacket>) {
         for i in 0..self.apps.len() {
-            if self.apps[i].dirty {
-                self.report(i, ctx);
-            }
+            let ack = self.apps[i].acks.handle_timeout(now);
+            self.send(i, ack, ctx);
         }
-        self.next_report = match self.reporting {
-            Reporting::Every(d) => Some(now + d),
-            Reporting::EveryPacket => None,
-        };
     }
 
     fn next_timer(&self) -> Option<Instant> {
-        self.next_report
+        self.apps.iter().filter_map(|a| a.acks.poll_timeout()).min()
     }
 
     fn as_any(&self) -> &dyn Any {

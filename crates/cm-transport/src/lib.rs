@@ -12,6 +12,7 @@
 //! | [`tcp`] | [`TcpSender`] (NewReno or TCP/CM, optionally with SACK) and [`TcpReceiver`] |
 //! | [`cbr`] | constant-bit-rate UDP source and sink |
 //! | [`audio`] | the layered audio server of sigcomm1999 §3.2.2 and its receiver |
+//! | [`ccudp`] | CC-UDP's datagram feedback loop: wire format, the receiver's acks, the sender's ack → `cm_update` accounting |
 //! | [`datagram`] | [`Datagram`], everything a driver carries |
 //!
 //! ## Talking to the CM
@@ -69,6 +70,7 @@
 
 pub mod audio;
 pub mod cbr;
+pub mod ccudp;
 pub mod datagram;
 pub mod segment;
 pub mod tcp;

@@ -7,11 +7,11 @@
 //! `cmapp_send` callback registered with `cm_register_send` that sends one
 //! datagram and answers with `cm_notify`, and the receiver's acks fed back
 //! with `cm_update` carrying RTT samples (cm-implementation-linux §3.3:
-//! application-level feedback). Loopback only: it never sends a packet off
-//! the machine.
+//! application-level feedback). The datagrams, the acks and the loss rule
+//! are CC-UDP's (`cm_transport::ccudp`, as libcm's `CcUdpSocket`). Loopback
+//! only: it never sends a packet off the machine.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -21,12 +21,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use anyhow::{Context, Result, bail};
-use libcm::{Bytes, Cm, CmEvent, Duration, Feedback, FlowId, LossMode};
+use cm_transport::ccudp::feedback::Accounting;
+use cm_transport::ccudp::wire::{self, DATA_HEADER_LEN, DataHeader, Packet};
+use libcm::{Bytes, Cm, CmEvent, Duration, Feedback, FlowId};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use serde::Serialize;
 
-use crate::demo::wire::{Ack, DATA_HEADER, Data};
-use crate::stat_view::{connect, fmt_us, mbit, socket_path};
+use crate::demo::acks::{Acks, is_transient, send_ack};
+use crate::stat_view::{connect, socket_path};
 
 /// Options of `cm flow`.
 #[derive(Debug, clap::Args)]
@@ -56,11 +58,6 @@ pub struct FlowArgs {
 /// Grants asked for and not yet received, at most: enough that the CM's
 /// window, not this program, limits an unlimited sender.
 const REQUEST_DEPTH: u32 = 32;
-/// A datagram this many sequence numbers behind the newest ack is lost
-/// (TCP's three duplicate ACKs, RFC 5681 §3.2).
-const REORDER: u64 = 3;
-/// A datagram unacknowledged this long is lost even with no later acks.
-const LOSS_TIMEOUT_US: u64 = 1_000_000;
 
 /// The application's own token bucket (`--rate-limit`).
 #[derive(Debug)]
@@ -82,29 +79,21 @@ impl Bucket {
 /// What the send callback and the loop share.
 struct Sender {
     sock: UdpSocket,
-    tag: u32,
+    session: u16,
     size: usize,
-    epoch: StdInstant,
-    next_seq: u64,
-    /// Sequence → (send time in µs since `epoch`, bytes).
-    outstanding: BTreeMap<u64, (u64, u64)>,
+    /// CC-UDP's record of every datagram sent and what became of it.
+    acct: Accounting,
     requested: u32,
     bucket: Option<Bucket>,
     error: Option<anyhow::Error>,
     buf: Vec<u8>,
+    padding: Vec<u8>,
     sent_pkts: u64,
     sent_bytes: u64,
-    acked_pkts: u64,
-    lost_pkts: u64,
     expired: u64,
-    highest_acked: Option<u64>,
 }
 
 impl Sender {
-    fn now_us(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
-    }
-
     /// `cmapp_send`: send one datagram of at most the granted size, then
     /// `cm_notify` what was sent (0 declines the grant).
     fn on_grant(&mut self, cm: &mut Cm, flow: FlowId, bytes: Bytes) {
@@ -113,19 +102,19 @@ impl Sender {
             .size
             .min(usize::try_from(bytes.get()).unwrap_or(usize::MAX));
         let mut sent = 0;
-        if len >= DATA_HEADER {
-            let sent_us = self.now_us();
-            let d = Data {
-                flow: self.tag,
-                seq: self.next_seq,
-                sent_us,
+        if len >= DATA_HEADER_LEN {
+            let now = cm_clock::now();
+            let h = DataHeader {
+                session: self.session,
+                seq: self.acct.next_seq(),
+                ts: now.as_micros() as u32,
             };
-            d.encode(len, &mut self.buf);
+            h.encode(&self.padding[..len - DATA_HEADER_LEN], &mut self.buf);
             match self.sock.send(&self.buf) {
                 Ok(n) => {
                     sent = n as u64;
-                    self.outstanding.insert(self.next_seq, (sent_us, sent));
-                    self.next_seq += 1;
+                    self.acct.on_queued(n);
+                    self.acct.on_departed(now);
                     self.sent_pkts += 1;
                     self.sent_bytes += sent;
                     if let Some(b) = &mut self.bucket {
@@ -142,8 +131,9 @@ impl Sender {
         }
     }
 
-    /// Read every ack waiting; return the feedback for `cm_update`: one
-    /// report per ack (with its RTT sample) and one per kind of loss.
+    /// Read every ack waiting; return the feedback for `cm_update`: what
+    /// each ack resolved (with its RTT sample), and persistent loss if the
+    /// retransmission timeout passed without one.
     fn read_acks(&mut self, rbuf: &mut [u8]) -> Result<Vec<Feedback>> {
         let mut fbs = Vec::new();
         loop {
@@ -152,42 +142,16 @@ impl Sender {
                 Err(e) if is_transient(&e) => break,
                 Err(e) => return Err(e).context("reading acks"),
             };
-            let Some(ack) = Ack::decode(&rbuf[..n]) else {
+            let Ok(Packet::Ack(ack)) = wire::decode(&rbuf[..n]) else {
                 continue;
             };
-            if ack.flow != self.tag {
+            if ack.session != self.session {
                 continue;
             }
-            let Some((sent_us, len)) = self.outstanding.remove(&ack.seq) else {
-                continue; // already declared lost
-            };
-            let rtt = self.now_us().saturating_sub(sent_us).max(1);
-            fbs.push(Feedback::acked(len, Duration::from_micros(rtt)));
-            self.acked_pkts += 1;
-            self.highest_acked = self.highest_acked.max(Some(ack.seq));
+            let now = cm_clock::now();
+            fbs.extend(self.acct.on_ack(now, now.as_micros() as u32, &ack));
         }
-        let now = self.now_us();
-        let mut lost = [0u64; 2]; // transient, persistent
-        let highest = self.highest_acked;
-        self.outstanding.retain(|&seq, &mut (sent_us, len)| {
-            if highest.is_some_and(|h| seq + REORDER <= h) {
-                lost[0] += len;
-            } else if now.saturating_sub(sent_us) > LOSS_TIMEOUT_US {
-                lost[1] += len;
-            } else {
-                return true;
-            }
-            false
-        });
-        for (bytes, mode) in lost
-            .into_iter()
-            .zip([LossMode::Transient, LossMode::Persistent])
-        {
-            if bytes > 0 {
-                self.lost_pkts += bytes.div_ceil(self.size as u64);
-                fbs.push(Feedback::lossy(bytes, 0, mode));
-            }
-        }
+        fbs.extend(self.acct.handle_timeout(cm_clock::now()));
         Ok(fbs)
     }
 
@@ -218,14 +182,8 @@ impl Sender {
     }
 }
 
-fn is_transient(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
-    ) || e.raw_os_error() == Some(105) // ENOBUFS
-}
-
-/// The receiver: a thread acknowledging every datagram on `addr`.
+/// The receiver: a thread acknowledging the datagrams on `addr` (CC-UDP's
+/// acks: every second one, and what is left when the socket is drained).
 struct Receiver {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
@@ -236,7 +194,7 @@ impl Receiver {
     fn spawn(addr: SocketAddr) -> Result<Receiver> {
         let sock =
             UdpSocket::bind(addr).with_context(|| format!("binding the receiver on {addr}"))?;
-        sock.set_read_timeout(Some(StdDuration::from_millis(50)))?;
+        sock.set_nonblocking(true)?;
         let addr = sock.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -244,32 +202,26 @@ impl Receiver {
             .name("cm-flow-receiver".into())
             .spawn(move || {
                 let mut buf = vec![0u8; 65_536];
-                let mut out = Vec::with_capacity(32);
-                let mut received = 0u64;
+                let mut acks = Acks::default();
                 while !flag.load(Ordering::Relaxed) {
-                    let (n, from) = match sock.recv_from(&mut buf) {
-                        Ok(x) => x,
-                        Err(e) if is_transient(&e) => continue,
+                    match sock.recv_from(&mut buf) {
+                        Ok((n, from)) => {
+                            if let Some((to, ack)) =
+                                acks.on_datagram(&buf[..n], from, cm_clock::now())
+                            {
+                                send_ack(&sock, to, &ack)?;
+                            }
+                        }
+                        Err(e) if is_transient(&e) => {
+                            for (to, ack) in acks.drained(cm_clock::now()) {
+                                send_ack(&sock, to, &ack)?;
+                            }
+                            crate::wait::readable(&sock, StdDuration::from_millis(50))?;
+                        }
                         Err(e) => return Err(e).context("receiver"),
-                    };
-                    let Some(d) = Data::decode(&buf[..n]) else {
-                        continue;
-                    };
-                    received += 1;
-                    Ack {
-                        flow: d.flow,
-                        seq: d.seq,
-                        echo_us: d.sent_us,
-                        len: u32::try_from(n).unwrap_or(u32::MAX),
-                    }
-                    .encode(&mut out);
-                    match sock.send_to(&out, from) {
-                        Ok(_) => {}
-                        Err(e) if is_transient(&e) => {} // a lost ack
-                        Err(e) => return Err(e).context("receiver sending an ack"),
                     }
                 }
-                Ok(received)
+                Ok(acks.received)
             })?;
         Ok(Receiver { addr, stop, thread })
     }
@@ -319,8 +271,8 @@ fn check(args: &FlowArgs) -> Result<()> {
             bail!("--rate-limit must be a positive number of Mbit/s");
         }
     }
-    if args.size < DATA_HEADER || args.size > 65_000 {
-        bail!("--size must be between {DATA_HEADER} and 65000 bytes");
+    if args.size < DATA_HEADER_LEN || args.size > 65_000 {
+        bail!("--size must be between {DATA_HEADER_LEN} and 65000 bytes");
     }
     Ok(())
 }
@@ -376,21 +328,17 @@ fn send(cm: &mut Cm, args: &FlowArgs, dst: SocketAddr) -> Result<Summary> {
     });
     let state = Rc::new(RefCell::new(Sender {
         sock,
-        tag: u32::try_from(flow.to_u64() & 0xffff_ffff).unwrap_or(0),
+        session: (flow.to_u64() & 0xffff) as u16,
         size,
-        epoch: start,
-        next_seq: 0,
-        outstanding: BTreeMap::new(),
+        acct: Accounting::new(),
         requested: 0,
         bucket,
         error: None,
         buf: Vec::with_capacity(size),
+        padding: vec![0; size],
         sent_pkts: 0,
         sent_bytes: 0,
-        acked_pkts: 0,
-        lost_pkts: 0,
         expired: 0,
-        highest_acked: None,
     }));
     let cb = state.clone();
     cm.register_send(move |cm, f, bytes| cb.borrow_mut().on_grant(cm, f, bytes));
@@ -473,12 +421,12 @@ fn send(cm: &mut Cm, args: &FlowArgs, dst: SocketAddr) -> Result<Summary> {
         secs,
         sent_datagrams: s.sent_pkts,
         sent_bytes: s.sent_bytes,
-        acked_datagrams: s.acked_pkts,
-        lost_datagrams: s.lost_pkts,
+        acked_datagrams: s.acct.counters.acked,
+        lost_datagrams: s.acct.counters.lost,
         received_datagrams: 0,
         expired_grants: s.expired,
-        send_mbit: mbit(s.sent_bytes as f64 / secs),
-        rate_mbit: est.rate.map(|r| mbit(r.bytes_per_sec() as f64)),
+        send_mbit: s.sent_bytes as f64 * 8.0 / secs / 1e6,
+        rate_mbit: est.rate.map(|r| r.bytes_per_sec() as f64 * 8.0 / 1e6),
         srtt_us: est.srtt.map(Duration::as_micros),
         rttvar_us: est.rttvar.map(Duration::as_micros),
         loss: est.loss,
@@ -504,8 +452,8 @@ fn print_summary(s: &Summary) {
     println!(
         "  CM estimate at the end: rate {} Mbit/s, srtt {}, rttvar {}, loss {}",
         opt(s.rate_mbit.map(|r| format!("{r:.2}"))),
-        opt(s.srtt_us.map(fmt_us)),
-        opt(s.rttvar_us.map(fmt_us)),
+        opt(s.srtt_us.map(cm_report::fmt::micros)),
+        opt(s.rttvar_us.map(cm_report::fmt::micros)),
         opt(s.loss.map(|l| format!("{:.2}%", l * 100.0))),
     );
 }

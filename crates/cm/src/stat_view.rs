@@ -278,9 +278,6 @@ fn dash<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
     v.map_or_else(|| "-".to_string(), f)
 }
 
-/// Kept for `cm flow`'s table until it formats with `cm_report` itself.
-pub use cm_report::fmt::micros as fmt_us;
-
 /// A rate already in Mbit/s as a bare number (the column header names the unit).
 fn fmt_mbit(v: f64) -> String {
     fmt::mbit(v * 1e6)

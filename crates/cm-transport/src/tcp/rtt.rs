@@ -36,6 +36,13 @@ impl RttEstimator {
         self.backoff = 0;
     }
 
+    /// End exponential backoff without a new sample: the RTO falls back
+    /// to SRTT + max(G, 4*RTTVAR) (for transports that never retransmit,
+    /// where any ack shows the path alive, e.g. CC-UDP).
+    pub fn end_backoff(&mut self) {
+        self.backoff = 0;
+    }
+
     /// Double the RTO (RFC 6298 §5.5).
     pub fn back_off(&mut self) {
         self.backoff = self.backoff.saturating_add(1).min(16);

@@ -2,8 +2,10 @@
 //!
 //! Several flows to one receiver host share one macroflow and a flow to a
 //! second receiver address gets its own (flows to different hosts never
-//! share). Receivers acknowledge every datagram that crosses the
-//! bottleneck; the acks drive `cm_update`. Flows start staggered, so later
+//! share). The sender is an ordinary libcm application (an embedded
+//! [`libcm::Cm`], request/callback flows); receivers acknowledge what
+//! crosses the bottleneck with CC-UDP's acks (`cm_transport::ccudp`), and
+//! the sender turns them into `cm_update`. Flows start staggered, so later
 //! ones join a macroflow that already knows the path.
 //!
 //! Two networks:
@@ -15,19 +17,19 @@
 //! - **otherwise**: loopback, each receiver behind its own user-space
 //!   bottleneck (rate, DropTail queue, one-way delay) in the receiver.
 
-mod link;
+pub(crate) mod acks;
+mod bottleneck;
 mod receiver;
 mod report;
 mod sender;
-pub(crate) mod wire;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration as StdDuration, Instant as StdInstant};
+use std::time::Duration as StdDuration;
 
 use anyhow::{Result, bail};
-use cm_core::{Bytes, Config, CongestionManager, Duration, Instant};
+use cm_core::{Bytes, Config};
 
 use receiver::{PathSpec, Receiver};
 use sender::{App, Sender};
@@ -116,10 +118,9 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         queue_bytes,
         one_way_delay: delay,
     };
-    let epoch = StdInstant::now();
     let stop = Arc::new(AtomicBool::new(false));
-    let rx_a = Receiver::spawn("127.0.0.1", Some(path), epoch, stop.clone())?;
-    let rx_b = match Receiver::spawn("127.0.0.2", Some(path), epoch, stop.clone()) {
+    let rx_a = Receiver::spawn("127.0.0.1", Some(path), stop.clone())?;
+    let rx_b = match Receiver::spawn("127.0.0.2", Some(path), stop.clone()) {
         Ok(r) => r,
         Err(e) => {
             stop.store(true, Ordering::Relaxed);
@@ -128,17 +129,11 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         }
     };
     let apps = apps(args, rx_a.addr, rx_b.addr);
-    let result = drive(
-        CongestionManager::new(demo_config())?,
-        apps,
-        epoch,
-        args,
-        IpAddr::V4(Ipv4Addr::LOCALHOST),
-    );
+    let result = drive(apps, args, IpAddr::V4(Ipv4Addr::LOCALHOST));
     stop.store(true, Ordering::Relaxed);
     let drops = rx_a.join()? + rx_b.join()?;
-    let (sender, measured) = result?;
-    report::summary(&sender, measured, drops, args.json)
+    let f = result?;
+    report::summary(&f.apps, f.elapsed, f.measured, drops, args.json)
 }
 
 /// The shared flows to `a`, staggered, then the others to `b`.
@@ -187,15 +182,14 @@ fn run_emulated(args: &DemoArgs, rate: u64, delay: StdDuration, queue_bytes: u64
         args.delay_ms,
         path.namespaces().join(", ")
     );
-    let epoch = StdInstant::now();
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     let receivers = path
         .spawn_in(
             cm_netem::Node::Receiver,
             move || -> Result<(Receiver, Receiver)> {
-                let a = Receiver::spawn(&rcv.to_string(), None, epoch, flag.clone())?;
-                let b = Receiver::spawn(&other.to_string(), None, epoch, flag)?;
+                let a = Receiver::spawn(&rcv.to_string(), None, flag.clone())?;
+                let b = Receiver::spawn(&other.to_string(), None, flag)?;
                 Ok((a, b))
             },
         )?
@@ -206,15 +200,7 @@ fn run_emulated(args: &DemoArgs, rate: u64, delay: StdDuration, queue_bytes: u64
     let sender_ip = IpAddr::V4(path.sender_addr());
     let a = args.clone();
     let result = path
-        .spawn_in(cm_netem::Node::Sender, move || {
-            drive(
-                CongestionManager::new(demo_config())?,
-                apps,
-                epoch,
-                &a,
-                sender_ip,
-            )
-        })?
+        .spawn_in(cm_netem::Node::Sender, move || drive(apps, &a, sender_ip))?
         .join()
         .map_err(|_| anyhow::anyhow!("sender panicked"));
     stop.store(true, Ordering::Relaxed);
@@ -222,43 +208,51 @@ fn run_emulated(args: &DemoArgs, rate: u64, delay: StdDuration, queue_bytes: u64
     rx_b.join()?;
     let drops = path.stats().map_or(0, |s| s.bottleneck.dropped);
     path.teardown()?;
-    let (sender, measured) = result??;
-    report::summary(&sender, measured, drops, args.json)
+    let f = result??;
+    report::summary(&f.apps, f.elapsed, f.measured, drops, args.json)
 }
 
-/// Run the sender until the end, printing status lines; returns the sender
-/// and the length of the measurement window (the second half of the run).
-fn drive(
-    cm: CongestionManager,
-    apps: Vec<App>,
-    epoch: StdInstant,
-    args: &DemoArgs,
-    ip: IpAddr,
-) -> Result<(Sender, StdDuration)> {
-    let mut s = Sender::new(cm, apps, epoch, ip)?;
-    let end = Instant::ZERO + Duration::from_micros((args.duration * 1e6) as u64);
-    let mark = Instant::ZERO + Duration::from_micros((args.duration * 0.5e6) as u64);
-    let every = Duration::from_micros((args.interval * 1e6) as u64);
-    let mut next_report = Instant::ZERO + every;
+/// Run the sender until the end, printing status lines.
+fn drive(apps: Vec<App>, args: &DemoArgs, ip: IpAddr) -> Result<Finished> {
+    let mut s = Sender::new(demo_config(), apps, ip)?;
+    let end = StdDuration::from_secs_f64(args.duration);
+    let mark = end / 2;
+    let every = StdDuration::from_secs_f64(args.interval);
+    let mut next_report = every;
     let mut marked = false;
     report::header(args.json);
     loop {
-        let now = s.now();
+        let now = s.elapsed();
         if now >= end {
             break;
         }
         if !marked && now >= mark {
-            for a in &mut s.apps {
-                a.acked_at_mark = a.acked;
-            }
+            s.with_apps(|apps| {
+                for a in apps {
+                    a.acked_at_mark = a.acked;
+                }
+            });
             marked = true;
         }
         if now >= next_report {
-            report::status(&s, now, args.json);
+            report::status(&mut s, now, args.json);
             next_report += every;
         }
         s.turn(next_report.min(end).min(if marked { end } else { mark }))?;
     }
-    let measured = StdDuration::from_micros((end - mark).as_micros());
-    Ok((s, measured))
+    let (apps, elapsed) = s.finish();
+    Ok(Finished {
+        apps,
+        elapsed,
+        measured: end - mark,
+    })
+}
+
+/// What a run leaves for the summary.
+struct Finished {
+    apps: Vec<App>,
+    /// Time from the start to the end of the run.
+    elapsed: StdDuration,
+    /// The measurement window (the second half of the run).
+    measured: StdDuration,
 }

@@ -3,24 +3,15 @@
 use std::time::Duration as StdDuration;
 
 use anyhow::Result;
-use cm_core::Instant;
+use cm_report::fmt;
+use cm_report::stats::jain;
 use serde::Serialize;
 
-use super::sender::Sender;
+use super::sender::{App, Sender};
 
-/// Jain's fairness index of `xs` (1 = perfectly equal; 1/n = one takes all).
-pub fn jain(xs: &[f64]) -> f64 {
-    let sum: f64 = xs.iter().sum();
-    let sq: f64 = xs.iter().map(|x| x * x).sum();
-    if sq == 0.0 {
-        1.0
-    } else {
-        sum * sum / (xs.len() as f64 * sq)
-    }
-}
-
-fn kb(b: u64) -> String {
-    format!("{:.1}kB", b as f64 / 1e3)
+/// A byte count for the status columns, `-` for none.
+fn bytes_or_dash(v: i64) -> String {
+    u64::try_from(v).map_or_else(|_| "-".into(), fmt::bytes)
 }
 
 pub fn header(json: bool) {
@@ -35,26 +26,32 @@ pub fn header(json: bool) {
     }
 }
 
-/// One line per macroflow with its window, rate, srtt, loss and in-flight bytes.
-pub fn status(s: &Sender, now: Instant, json: bool) {
-    let mut ids = s.cm.macroflow_ids();
-    ids.sort();
-    for id in ids {
-        let Ok(m) = s.cm.macroflow_info(id) else {
-            continue;
-        };
-        let dst = m.key.map_or_else(|| id.to_string(), |k| k.dst.to_string());
+/// One line per macroflow with its window, rate, srtt, loss and in-flight
+/// bytes (`cm_stat` of the embedded CM).
+pub fn status(s: &mut Sender, now: StdDuration, json: bool) {
+    let Ok(stat) = s.cm.stat() else {
+        return;
+    };
+    let mut mfs = stat.macroflows;
+    mfs.sort_by_key(|m| m.id);
+    for m in mfs {
+        let dst = m.dst.map_or_else(|| m.id.to_string(), |d| d.to_string());
+        let e = m.estimate;
         let line = format!(
-            "{:>5.1}s  {:<16} {:>5} {:>9} {:>13} {:>9} {:>9} {:>5.1}% {:>10}",
-            now.as_micros() as f64 / 1e6,
+            "{:>5.1}s  {:<16} {:>5} {:>9} {:>13} {:>9} {:>9} {:>6} {:>10}",
+            now.as_secs_f64(),
             dst,
-            m.flows.len(),
-            kb(m.window.get()),
-            m.rate.map_or("-".into(), |r| r.to_string()),
-            m.srtt.map_or("-".into(), |d| d.to_string()),
-            m.rttvar.map_or("-".into(), |d| d.to_string()),
-            m.loss.unwrap_or(0.0) * 100.0,
-            kb(m.in_flight.get()),
+            m.flows,
+            fmt::bytes(m.window),
+            if e.rate < 0 {
+                "-".into()
+            } else {
+                fmt::byte_rate(e.rate as f64)
+            },
+            u64::try_from(e.srtt_us).map_or_else(|_| "-".into(), fmt::micros),
+            u64::try_from(e.rttvar_us).map_or_else(|_| "-".into(), fmt::micros),
+            fmt::percent(e.loss.max(0.0)),
+            bytes_or_dash(i64::try_from(m.in_flight).unwrap_or(i64::MAX)),
         );
         if json {
             eprintln!("{line}")
@@ -94,25 +91,31 @@ struct Summary {
 
 /// Per-flow goodput and fairness among the flows that share a macroflow,
 /// over the measurement window.
-pub fn summary(s: &Sender, measured: StdDuration, drops: u64, json: bool) -> Result<()> {
-    let end = s.now();
+pub fn summary(
+    apps: &[App],
+    elapsed: StdDuration,
+    measured: StdDuration,
+    drops: u64,
+    json: bool,
+) -> Result<()> {
+    let end = elapsed.as_secs_f64();
     let secs = measured.as_secs_f64().max(1e-6);
-    let flows: Vec<FlowOut> = s
-        .apps
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let active = (end.as_micros() as f64 / 1e6 - a.start.as_secs_f64()).max(1e-6);
-            FlowOut {
-                flow: i,
-                dst: a.dst.ip().to_string(),
-                goodput_bps: a.acked as f64 * 8.0 / active,
-                window_goodput_bps: (a.acked - a.acked_at_mark) as f64 * 8.0 / secs,
-                acked_bytes: a.acked,
-                lost_bytes: a.lost,
-            }
-        })
-        .collect();
+    let flows: Vec<FlowOut> = {
+        apps.iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let active = (end - a.start.as_secs_f64()).max(1e-6);
+                FlowOut {
+                    flow: i,
+                    dst: a.dst.ip().to_string(),
+                    goodput_bps: a.acked as f64 * 8.0 / active,
+                    window_goodput_bps: (a.acked - a.acked_at_mark) as f64 * 8.0 / secs,
+                    acked_bytes: a.acked,
+                    lost_bytes: a.lost,
+                }
+            })
+            .collect()
+    };
     // Destinations in first-seen order, each once.
     let mut dsts: Vec<String> = Vec::new();
     for f in &flows {
@@ -153,8 +156,8 @@ pub fn summary(s: &Sender, measured: StdDuration, drops: u64, json: bool) -> Res
             f.flow,
             f.dst,
             f.window_goodput_bps / 1e6,
-            kb(f.acked_bytes),
-            kb(f.lost_bytes)
+            fmt::bytes(f.acked_bytes),
+            fmt::bytes(f.lost_bytes)
         );
     }
     for m in &out.macroflows {
@@ -168,15 +171,4 @@ pub fn summary(s: &Sender, measured: StdDuration, drops: u64, json: bool) -> Res
     }
     println!("bottleneck drops: {}", out.bottleneck_drops);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::jain;
-
-    #[test]
-    fn jain_index() {
-        assert!((jain(&[1.0, 1.0, 1.0]) - 1.0).abs() < 1e-12);
-        assert!((jain(&[1.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
-    }
 }

@@ -1,42 +1,36 @@
-//! The sending host: one `CongestionManager` driven by the real clock, and
-//! always-backlogged ALF flows that send exactly when granted
-//! (request → `cmapp_send` grant → send → `cm_notify`), learn of losses and
-//! round-trip times from the receivers' acks and report them with
-//! `cm_update` (cm-implementation-linux §3.5).
+//! The sending host, written as an application of libcm would be: an
+//! embedded [`libcm::Cm`] and always-backlogged ALF flows that send exactly
+//! when granted (`cm_request` → `cmapp_send` callback → send → `cm_notify`,
+//! cm-implementation-linux §2.1.1), and feed the receivers' CC-UDP acks
+//! back with `cm_update` (§3.3). The datagrams, acks and loss rule are
+//! CC-UDP's (`cm_transport::ccudp`), time is `cm-clock`'s.
 
-use std::collections::VecDeque;
+use std::cell::RefCell;
 use std::net::{SocketAddr, UdpSocket};
-use std::time::{Duration as StdDuration, Instant as StdInstant};
+use std::rc::Rc;
+use std::time::Duration as StdDuration;
 
 use anyhow::{Context, Result};
-use cm_core::{
-    Bytes, CongestionManager, Duration, Event, Feedback, FlowId, Instant, LossMode, OpenParams,
-};
+use cm_core::{Bytes, Config, FlowId, Instant};
+use cm_transport::ccudp::feedback::Accounting;
+use cm_transport::ccudp::wire::{self, DATA_HEADER_LEN, DataHeader, Packet};
+use libcm::{Cm, CmEvent};
 
-use super::wire::{Ack, Data};
-
-/// Packets this far behind an acknowledged one are declared lost (the
-/// duplicate-ACK threshold of RFC 5681 §3.2).
-const REORDER_THRESHOLD: u64 = 3;
+use super::acks::is_transient;
 
 /// One application flow.
 pub struct App {
     pub dst: SocketAddr,
     pub start: StdDuration,
     pub id: Option<FlowId>,
-    next_seq: u64,
-    outstanding: VecDeque<Sent>,
+    /// CC-UDP's record of what it sent and what became of it.
+    acct: Accounting,
+    /// Bytes acknowledged as received.
     pub acked: u64,
+    /// Bytes reported lost.
     pub lost: u64,
     /// Bytes acknowledged when the measurement window opened.
     pub acked_at_mark: u64,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Sent {
-    seq: u64,
-    bytes: u64,
-    sent_us: u64,
 }
 
 impl App {
@@ -46,8 +40,7 @@ impl App {
             dst,
             start,
             id: None,
-            next_seq: 0,
-            outstanding: VecDeque::new(),
+            acct: Accounting::new(),
             acked: 0,
             lost: 0,
             acked_at_mark: 0,
@@ -55,185 +48,206 @@ impl App {
     }
 }
 
+/// What the send callback and the loop share.
+struct Shared {
+    apps: Vec<App>,
+    sock: UdpSocket,
+    buf: Vec<u8>,
+    padding: Vec<u8>,
+    error: Option<anyhow::Error>,
+}
+
+impl Shared {
+    /// `cmapp_send`: one datagram of the granted size, `cm_notify` (0
+    /// declines), and a new request: always backlogged.
+    fn on_grant(&mut self, cm: &mut Cm, flow: FlowId, bytes: Bytes) {
+        let Some(i) = self.apps.iter().position(|a| a.id == Some(flow)) else {
+            return;
+        };
+        let app = &mut self.apps[i];
+        let len = usize::try_from(bytes.get()).unwrap_or(usize::MAX);
+        let now = cm_clock::now();
+        let h = DataHeader {
+            session: i as u16,
+            seq: app.acct.next_seq(),
+            ts: now.as_micros() as u32,
+        };
+        let pad = len.saturating_sub(DATA_HEADER_LEN).min(self.padding.len());
+        h.encode(&self.padding[..pad], &mut self.buf);
+        let sent = match self.sock.send_to(&self.buf, app.dst) {
+            Ok(n) => {
+                app.acct.on_queued(n);
+                app.acct.on_departed(now);
+                n as u64
+            }
+            Err(e) if is_transient(&e) => 0,
+            Err(e) => {
+                self.error = Some(anyhow::Error::new(e).context("sender send"));
+                0
+            }
+        };
+        if let Err(e) = cm.notify(flow, sent).and_then(|()| cm.request(flow)) {
+            self.error = Some(anyhow::Error::new(e).context("cm_notify / cm_request"));
+        }
+    }
+}
+
 /// The sender's event loop state.
 pub struct Sender {
-    pub cm: CongestionManager,
-    pub apps: Vec<App>,
-    sock: UdpSocket,
-    epoch: StdInstant,
-    client: cm_core::ClientId,
+    pub cm: Cm,
+    shared: Rc<RefCell<Shared>>,
+    /// When the run began.
+    t0: Instant,
     buf: Vec<u8>,
 }
 
 impl Sender {
-    /// A sender on an ephemeral port of `ip`.
-    pub fn new(
-        cm: CongestionManager,
-        apps: Vec<App>,
-        epoch: StdInstant,
-        ip: std::net::IpAddr,
-    ) -> Result<Self> {
+    /// A sender on an ephemeral port of `ip`, with an embedded CM.
+    pub fn new(cfg: Config, apps: Vec<App>, ip: std::net::IpAddr) -> Result<Self> {
         let sock = UdpSocket::bind((ip, 0)).context("binding sender socket")?;
         sock.set_nonblocking(true)?;
-        let mut cm = cm;
-        let client = cm.register_client(Instant::ZERO)?;
-        Ok(Sender {
-            cm,
+        let mut cm = Cm::embedded(cfg)?;
+        let shared = Rc::new(RefCell::new(Shared {
             apps,
             sock,
-            epoch,
-            client,
+            buf: Vec::with_capacity(65_536),
+            padding: vec![0; 65_536],
+            error: None,
+        }));
+        let cb = shared.clone();
+        cm.register_send(move |cm, flow, bytes| cb.borrow_mut().on_grant(cm, flow, bytes));
+        Ok(Sender {
+            cm,
+            shared,
+            t0: cm_clock::now(),
             buf: vec![0; 65_536],
         })
     }
 
-    /// The real clock as the core's time.
-    pub fn now(&self) -> Instant {
-        Instant::from_micros(u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX))
+    /// Time since the run began.
+    pub fn elapsed(&self) -> StdDuration {
+        StdDuration::from_micros(cm_clock::now().saturating_since(self.t0).as_micros())
     }
 
-    /// Run one turn of the loop: start due flows, run due timers, act on
-    /// grants, then wait for an ack until `deadline` or the next timer.
-    pub fn turn(&mut self, deadline: Instant) -> Result<()> {
-        let now = self.now();
-        self.start_flows(now)?;
-        if self.cm.poll_timeout().is_some_and(|t| t <= now) {
-            self.cm.handle_timeout(now);
+    /// The end of the run: the applications (with what they counted) and
+    /// the time since the start.
+    pub fn finish(self) -> (Vec<App>, StdDuration) {
+        let elapsed = self.elapsed();
+        (std::mem::take(&mut self.shared.borrow_mut().apps), elapsed)
+    }
+
+    /// Run `f` on the applications.
+    pub fn with_apps<T>(&self, f: impl FnOnce(&mut [App]) -> T) -> T {
+        f(&mut self.shared.borrow_mut().apps)
+    }
+
+    /// One turn of the loop: start due flows, serve grants, report
+    /// timeouts, then wait for acks until `deadline` (time since the start)
+    /// or the next timer, and report what they say.
+    pub fn turn(&mut self, deadline: StdDuration) -> Result<()> {
+        self.start_flows()?;
+        self.serve()?;
+        let now = cm_clock::now();
+        let mut wait = deadline.saturating_sub(self.elapsed());
+        if let Some(t) = self.cm.next_timeout() {
+            wait = wait.min(t);
         }
-        self.check_timeouts(now)?;
-        self.serve_grants()?;
-        let mut wake = deadline;
-        if let Some(t) = self.cm.poll_timeout() {
-            wake = wake.min(t);
+        let timers = self.with_apps(|apps| {
+            apps.iter()
+                .filter_map(|a| a.acct.poll_timeout())
+                .min()
+                .map(cm_clock::until)
+        });
+        if let Some(t) = timers {
+            wait = wait.min(t);
         }
-        let now = self.now();
-        let wait = (wake - now).as_micros().clamp(1, 20_000);
-        if crate::wait::readable(&self.sock, StdDuration::from_micros(wait))? {
-            // Drain every ack that is waiting before acting on grants.
-            loop {
-                match self.sock.recv_from(&mut self.buf) {
-                    Ok((n, _)) => {
-                        if let Some(ack) = Ack::decode(&self.buf[..n]) {
-                            self.on_ack(ack)?;
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(e) => return Err(e).context("sender recv"),
+        let wait = wait.clamp(StdDuration::from_micros(1), StdDuration::from_millis(20));
+        let readable = {
+            let s = self.shared.borrow();
+            crate::wait::readable(&s.sock, wait)?
+        };
+        if readable {
+            self.read_acks()?;
+        }
+        self.timeouts(now.max(cm_clock::now()))?;
+        self.serve()
+    }
+
+    fn start_flows(&mut self) -> Result<()> {
+        let elapsed = self.elapsed();
+        let due: Vec<(usize, SocketAddr)> = self.with_apps(|apps| {
+            apps.iter()
+                .enumerate()
+                .filter(|(_, a)| a.id.is_none() && elapsed >= a.start)
+                .map(|(i, a)| (i, a.dst))
+                .collect()
+        });
+        for (i, dst) in due {
+            let f = self.cm.open(None, dst)?;
+            self.with_apps(|apps| apps[i].id = Some(f));
+            self.cm.request(f)?; // cm_request: keep one request pending
+        }
+        Ok(())
+    }
+
+    /// Deliver grants to the send callback; a grant that expired unused is
+    /// asked for again.
+    fn serve(&mut self) -> Result<()> {
+        self.cm.dispatch()?;
+        while let Some(ev) = self.cm.poll_event()? {
+            match ev {
+                CmEvent::Send { flow, bytes } => {
+                    self.shared.borrow_mut().on_grant(&mut self.cm, flow, bytes);
                 }
+                CmEvent::GrantExpired { flow, .. } => self.cm.request(flow)?,
+                _ => {}
             }
         }
-        self.serve_grants()
-    }
-
-    fn start_flows(&mut self, now: Instant) -> Result<()> {
-        let elapsed = StdDuration::from_micros(now.as_micros());
-        for app in &mut self.apps {
-            if app.id.is_none() && elapsed >= app.start {
-                let f = self.cm.open(now, self.client, OpenParams::to(app.dst))?;
-                app.id = Some(f);
-                self.cm.request(now, f)?; // cm_request: keep one request pending
-            }
+        match self.shared.borrow_mut().error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    /// `cmapp_send`: send one datagram per grant, notify, and ask again.
-    fn serve_grants(&mut self) -> Result<()> {
-        while let Some(ev) = self.cm.poll_event() {
-            let Event::Grant { flow, bytes } = ev else {
+    /// Read every ack waiting and report what each resolved (`cm_update`).
+    fn read_acks(&mut self) -> Result<()> {
+        loop {
+            let n = match self.shared.borrow().sock.recv(&mut self.buf) {
+                Ok(n) => n,
+                Err(e) if is_transient(&e) => return Ok(()),
+                Err(e) => return Err(e).context("sender recv"),
+            };
+            let Ok(Packet::Ack(ack)) = wire::decode(&self.buf[..n]) else {
                 continue;
             };
-            let now = self.now();
-            let Some(i) = self.apps.iter().position(|a| a.id == Some(flow)) else {
-                continue;
-            };
-            let app = &mut self.apps[i];
-            let seq = app.next_seq;
-            let d = Data {
-                flow: i as u32,
-                seq,
-                sent_us: now.as_micros(),
-            };
-            d.encode(bytes.get() as usize, &mut self.buf);
-            let sent = match self.sock.send_to(&self.buf, app.dst) {
-                Ok(n) => n as u64,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
-                Err(e) => return Err(e).context("sender send"),
-            };
-            if sent > 0 {
-                app.next_seq += 1;
-                app.outstanding.push_back(Sent {
-                    seq,
-                    bytes: sent,
-                    sent_us: now.as_micros(),
-                });
+            let now = cm_clock::now();
+            let update = self.with_apps(|apps| {
+                let app = apps.get_mut(usize::from(ack.session))?;
+                let fb = app.acct.on_ack(now, now.as_micros() as u32, &ack)?;
+                app.acked += fb.nrecd.get();
+                app.lost += fb.nsent.get() - fb.nrecd.get();
+                Some((app.id?, fb))
+            });
+            if let Some((flow, fb)) = update {
+                self.cm.update(flow, fb)?;
             }
-            self.cm.notify(now, flow, Bytes(sent))?; // cm_notify (0 declines)
-            self.cm.request(now, flow)?;
         }
-        Ok(())
     }
 
-    /// `cm_update` from an ack: the packet arrived (with an RTT sample);
-    /// packets `REORDER_THRESHOLD` or more behind it were lost.
-    fn on_ack(&mut self, ack: Ack) -> Result<()> {
-        let now = self.now();
-        let Some(app) = self.apps.get_mut(ack.flow as usize) else {
-            return Ok(());
-        };
-        let Some(flow) = app.id else { return Ok(()) };
-        let mut lost = 0;
-        while let Some(s) = app.outstanding.front() {
-            if s.seq + REORDER_THRESHOLD > ack.seq {
-                break;
-            }
-            lost += s.bytes;
-            app.outstanding.pop_front();
-        }
-        let Some(pos) = app.outstanding.iter().position(|s| s.seq == ack.seq) else {
-            // Already declared lost by a timeout: the CM was told then.
-            return self.report_loss(ack.flow as usize, lost, LossMode::Transient);
-        };
-        let Some(s) = app.outstanding.remove(pos) else {
-            return Ok(());
-        };
-        app.acked += s.bytes;
-        let rtt = Duration::from_micros(now.as_micros().saturating_sub(ack.echo_us).max(1));
-        self.cm.update(now, flow, Feedback::acked(s.bytes, rtt))?;
-        self.report_loss(ack.flow as usize, lost, LossMode::Transient)
-    }
-
-    fn report_loss(&mut self, i: usize, lost: u64, mode: LossMode) -> Result<()> {
-        if lost == 0 {
-            return Ok(());
-        }
-        let now = self.now();
-        let app = &mut self.apps[i];
-        app.lost += lost;
-        if let Some(flow) = app.id {
-            self.cm.update(now, flow, Feedback::lossy(lost, 0, mode))?;
-        }
-        Ok(())
-    }
-
-    /// Nothing heard for a retransmission timeout: everything outstanding is
-    /// lost, which is persistent congestion (RFC 3124 §5.1.1, a TCP timeout).
-    fn check_timeouts(&mut self, now: Instant) -> Result<()> {
-        for i in 0..self.apps.len() {
-            let app = &self.apps[i];
-            let (Some(flow), Some(oldest)) = (app.id, app.outstanding.front()) else {
-                continue;
-            };
-            let q = self.cm.query(flow)?;
-            let rto = match (q.srtt, q.rttvar) {
-                (Some(s), Some(v)) => (s + v.saturating_mul(4)).max(Duration::from_millis(200)),
-                _ => Duration::from_secs(1),
-            };
-            if now.as_micros().saturating_sub(oldest.sent_us) >= rto.as_micros() {
-                let lost: u64 = app.outstanding.iter().map(|s| s.bytes).sum();
-                self.apps[i].outstanding.clear();
-                self.report_loss(i, lost, LossMode::Persistent)?;
-            }
+    /// Nothing heard for a retransmission timeout: what is in flight is
+    /// lost to persistent congestion (RFC 3124 §5.1.1, a TCP timeout).
+    fn timeouts(&mut self, now: Instant) -> Result<()> {
+        let fbs: Vec<_> = self.with_apps(|apps| {
+            apps.iter_mut()
+                .filter_map(|a| {
+                    let fb = a.acct.handle_timeout(now)?;
+                    a.lost += fb.nsent.get();
+                    Some((a.id?, fb))
+                })
+                .collect()
+        });
+        for (flow, fb) in fbs {
+            self.cm.update(flow, fb)?;
         }
         Ok(())
     }

@@ -26,6 +26,11 @@
 //!
 //! Both ends are `CcUdpSocket`s connected to each other, and both may send.
 //!
+//! The wire format and both ends' bookkeeping are sans-IO and live in
+//! `cm_transport::ccudp` (re-exported here as [`wire`], [`receiver`] and
+//! [`feedback`]), so the simulator runs the same code; this module adds the
+//! socket, the clock and the CM calls.
+//!
 //! ## Ownership
 //!
 //! The socket holds a [`SharedCm`] (`Rc<RefCell<Cm>>`) and borrows it only
@@ -78,12 +83,8 @@
 //! assert!(a.estimate().unwrap().srtt.is_some());
 //! ```
 
-pub mod feedback;
-pub mod receiver;
 mod socket;
-pub mod wire;
 
-#[cfg(test)]
-mod feedback_tests;
+pub use cm_transport::ccudp::{feedback, receiver, wire};
 
 pub use socket::{CcUdpSocket, CcUdpStats, DEFAULT_RECV_QUEUE, SharedCm};

@@ -86,7 +86,6 @@ pub struct CcUdpSocket {
     nonblocking: bool,
     read_timeout: Option<StdDuration>,
     write_timeout: Option<StdDuration>,
-    epoch: StdInstant,
     rx: AckState,
     inbox: VecDeque<Vec<u8>>,
     inbox_limit: usize,
@@ -122,7 +121,6 @@ impl CcUdpSocket {
             nonblocking: false,
             read_timeout: None,
             write_timeout: None,
-            epoch: StdInstant::now(),
             rx: AckState::default(),
             inbox: VecDeque::new(),
             inbox_limit: DEFAULT_RECV_QUEUE,
@@ -232,14 +230,11 @@ impl CcUdpSocket {
         Ok((mtu as usize).saturating_sub(DATA_HEADER_LEN))
     }
 
+    /// Now on the process's clock, and the same instant in the header's
+    /// 32-bit µs clock (wraps).
     fn now(&self) -> (Instant, u32) {
-        let us = u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX);
-        (Instant::from_micros(us), us as u32)
-    }
-
-    fn to_core(&self, t: StdInstant) -> Instant {
-        let us = t.saturating_duration_since(self.epoch).as_micros();
-        Instant::from_micros(u64::try_from(us).unwrap_or(u64::MAX))
+        let now = cm_clock::now();
+        (now, now.as_micros() as u32)
     }
 
     /// Queue one datagram for the peer; the CM sends it when the
@@ -431,7 +426,7 @@ impl CcUdpSocket {
         while seq < sent {
             let at = cm
                 .buffered_send_time(flow, seq)
-                .map_or(now, |t| self.to_core(t));
+                .map_or(now, cm_clock::from_std);
             if let Some(p) = &mut self.peer {
                 p.acct.on_departed(at);
             }

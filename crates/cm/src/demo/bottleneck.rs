@@ -1,12 +1,13 @@
-//! A user-space bottleneck: serialisation at a fixed rate behind a DropTail
-//! queue of bounded bytes, then a fixed one-way delay. Time is passed in
+//! The user-space bottleneck of `cm demo --loopback`: serialisation at a
+//! fixed rate behind a DropTail queue of bounded bytes, then a fixed
+//! one-way delay, in front of each receiver. Time is passed in
 //! (microseconds), so the same logic is testable without a clock.
 
 use std::collections::VecDeque;
 
-/// An emulated link and the packets travelling on it.
+/// An emulated bottleneck link and the packets travelling on it.
 #[derive(Debug)]
-pub struct EmulatedLink<T> {
+pub struct Bottleneck<T> {
     rate_bytes_per_sec: u64,
     queue_bytes: u64,
     delay_us: u64,
@@ -16,10 +17,10 @@ pub struct EmulatedLink<T> {
     pub dropped: u64,
 }
 
-impl<T> EmulatedLink<T> {
+impl<T> Bottleneck<T> {
     /// A link of `rate` bytes/s, a queue of `queue_bytes`, `delay_us` one way.
     pub fn new(rate_bytes_per_sec: u64, queue_bytes: u64, delay_us: u64) -> Self {
-        EmulatedLink {
+        Bottleneck {
             rate_bytes_per_sec: rate_bytes_per_sec.max(1),
             queue_bytes,
             delay_us,
@@ -66,7 +67,7 @@ mod tests {
     #[test]
     fn serialises_delays_and_drops_the_excess() {
         // 1000 B/s, 2000 B queue, 50 ms delay.
-        let mut l = EmulatedLink::new(1000, 2000, 50_000);
+        let mut l = Bottleneck::new(1000, 2000, 50_000);
         assert!(l.offer(0, 1000, 'a'));
         assert!(l.offer(0, 1000, 'b'));
         assert!(

@@ -1,17 +1,38 @@
 //! The receiving side's bookkeeping (sans-IO): which data datagrams of the
 //! peer's current session arrived, and the acknowledgements that say so.
 //!
-//! Acks go out for every second new datagram (RFC 5681 §4.2's delayed ACK)
-//! and whenever the socket has been drained ([`AckState::take_ack`] with
-//! anything unacknowledged), so no datagram waits for a timer to be
-//! acknowledged.
+//! By default ([`AckPolicy::Every`]) acks go out for every second new
+//! datagram (RFC 5681 §4.2's delayed ACK) and whenever the socket has been
+//! drained ([`AckState::take_ack`] with anything unacknowledged), so no
+//! datagram waits for a timer to be acknowledged. A receiver that reports
+//! only now and then ([`AckPolicy::Period`], sigcomm1999 §4.2.1: infrequent
+//! feedback) acks on a timer instead: [`AckState::poll_timeout`] and
+//! [`AckState::handle_timeout`].
 
-use cm_core::Instant;
+use cm_core::{Duration, Instant};
 
 use super::wire::{Ack, DataHeader};
 
 /// New datagrams per ack.
 pub const ACK_EVERY: u32 = 2;
+
+/// When the receiver acknowledges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckPolicy {
+    /// After this many new datagrams ([`AckState::ack_due`]), and whenever
+    /// the driver has drained its socket.
+    Every(u32),
+    /// Once per period, if anything arrived since the last ack. The period
+    /// starts with the first datagram and then runs on whether data arrives
+    /// or not.
+    Period(Duration),
+}
+
+impl Default for AckPolicy {
+    fn default() -> Self {
+        AckPolicy::Every(ACK_EVERY)
+    }
+}
 
 /// What an arriving data datagram is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,9 +57,20 @@ pub struct AckState {
     echo: Option<(u64, u32, Instant)>,
     /// Duplicates dropped.
     pub duplicates: u64,
+    policy: AckPolicy,
+    /// [`AckPolicy::Period`]: when the next ack is due.
+    next_ack: Option<Instant>,
 }
 
 impl AckState {
+    /// Nothing received yet; acks as `policy` says.
+    pub fn new(policy: AckPolicy) -> Self {
+        AckState {
+            policy,
+            ..AckState::default()
+        }
+    }
+
     /// Record a data datagram of `wire_len` bytes (header included).
     pub fn on_data(&mut self, h: &DataHeader, wire_len: usize, now: Instant) -> Arrival {
         if self.session != Some(h.session) {
@@ -46,6 +78,8 @@ impl AckState {
             *self = AckState {
                 session: Some(h.session),
                 duplicates: self.duplicates,
+                policy: self.policy,
+                next_ack: self.next_ack,
                 ..AckState::default()
             };
             self.highest = h.seq;
@@ -73,12 +107,38 @@ impl AckState {
         if h.seq == self.highest {
             self.echo = Some((h.seq, h.ts, now));
         }
+        if let AckPolicy::Period(p) = self.policy {
+            self.next_ack.get_or_insert(now + p);
+        }
         Arrival::New
     }
 
-    /// Whether an ack is due now (every [`ACK_EVERY`] new datagrams).
+    /// Whether an ack is due now: [`AckPolicy::Every`]`(n)` after `n` new
+    /// datagrams; never with [`AckPolicy::Period`] (its timer says when).
     pub fn ack_due(&self) -> bool {
-        self.unacked >= ACK_EVERY
+        match self.policy {
+            AckPolicy::Every(n) => self.unacked >= n,
+            AckPolicy::Period(_) => false,
+        }
+    }
+
+    /// [`AckPolicy::Period`]: when [`AckState::handle_timeout`] is next due.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.next_ack
+    }
+
+    /// [`AckPolicy::Period`]: if the period has passed at `now`, the ack
+    /// for what arrived since the last one (if anything did), and the next
+    /// period starts.
+    pub fn handle_timeout(&mut self, now: Instant) -> Option<Ack> {
+        let (AckPolicy::Period(p), Some(due)) = (self.policy, self.next_ack) else {
+            return None;
+        };
+        if now < due {
+            return None;
+        }
+        self.next_ack = Some(now + p);
+        self.take_ack(now)
     }
 
     /// The ack for everything received so far, if anything is
@@ -140,6 +200,25 @@ mod tests {
         // A jump past the mask forgets the old bits.
         r.on_data(&h(100), 100, t);
         assert_eq!(r.take_ack(t).unwrap().mask, 1);
+    }
+
+    #[test]
+    fn periodic_acks_run_on_a_timer() {
+        let ms = |v: u64| Instant::from_micros(v * 1000);
+        let mut r = AckState::new(AckPolicy::Period(Duration::from_millis(100)));
+        assert_eq!(r.poll_timeout(), None);
+        r.on_data(&h(0), 100, ms(10));
+        r.on_data(&h(1), 100, ms(20));
+        assert!(!r.ack_due());
+        assert_eq!(r.poll_timeout(), Some(ms(110)));
+        assert!(r.handle_timeout(ms(109)).is_none());
+        let a = r.handle_timeout(ms(110)).unwrap();
+        assert_eq!((a.highest, a.recv_count, a.echo_delay_us), (1, 2, 90_000));
+        // Nothing new: the period runs on, no ack.
+        assert!(r.handle_timeout(ms(210)).is_none());
+        assert_eq!(r.poll_timeout(), Some(ms(310)));
+        r.on_data(&h(2), 100, ms(300));
+        assert_eq!(r.handle_timeout(ms(310)).unwrap().highest, 2);
     }
 
     #[test]

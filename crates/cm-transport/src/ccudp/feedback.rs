@@ -7,7 +7,7 @@
 //! right:
 //!
 //! - **received**: its bit is set in an ack's mask, or it fell out of the
-//!   window of every ack we saw and the peer's cumulative byte count says
+//!   window of every ack that arrived and the peer's cumulative byte count says
 //!   it arrived (acks themselves may be lost);
 //! - **lost, transient** (`CM_LOSS_FEEDBACK`): it is not in an ack's mask
 //!   although [`REORDER`] later datagrams are (RFC 5681 §3.2: three
@@ -26,6 +26,7 @@ use std::collections::{HashMap, VecDeque};
 use cm_core::{Bytes, Duration, Feedback, Instant, LossMode};
 
 use super::wire::Ack;
+use crate::tcp::RttEstimator;
 
 /// Later datagrams received before a missing one is lost (RFC 5681 §3.2).
 pub const REORDER: u64 = 3;
@@ -70,7 +71,7 @@ pub struct Counters {
 }
 
 /// The sender's accounting for one connection.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Accounting {
     /// Sequence number of `slots[0]`.
     base: u64,
@@ -81,9 +82,8 @@ pub struct Accounting {
     credited: u64,
     /// The peer's cumulative received bytes, highest seen.
     peer_bytes: u64,
-    srtt: Option<Duration>,
-    rttvar: Duration,
-    rto: Duration,
+    /// SRTT, RTTVAR and the backed-off timeout (RFC 6298).
+    rtt: RttEstimator,
     /// Start of the running timeout, if datagrams are in flight.
     timer: Option<Instant>,
     /// Recently declared lost and already dropped from `slots`: seq →
@@ -112,9 +112,7 @@ impl Accounting {
             departed: 0,
             credited: 0,
             peer_bytes: 0,
-            srtt: None,
-            rttvar: Duration::ZERO,
-            rto: INITIAL_RTO,
+            rtt: RttEstimator::new(MIN_RTO, MAX_RTO, INITIAL_RTO),
             timer: None,
             recent_lost: HashMap::new(),
             recent_lost_order: VecDeque::new(),
@@ -134,12 +132,12 @@ impl Accounting {
 
     /// The current retransmission timeout.
     pub fn rto(&self) -> Duration {
-        self.rto
+        self.rtt.rto()
     }
 
     /// The smoothed RTT of this connection's own samples.
     pub fn srtt(&self) -> Option<Duration> {
-        self.srtt
+        self.rtt.srtt()
     }
 
     /// Datagram [`Accounting::next_seq`] of `bytes` (header included) was
@@ -177,7 +175,7 @@ impl Accounting {
     /// `cm_update`, or `None` if the ack resolved nothing.
     pub fn on_ack(&mut self, now: Instant, now_ts: u32, ack: &Ack) -> Option<Feedback> {
         if ack.highest >= self.departed {
-            // Acknowledges what never left: not our peer's ack.
+            // Acknowledges what never left: not the peer's ack.
             self.counters.bogus_acks += 1;
             return None;
         }
@@ -218,7 +216,7 @@ impl Accounting {
             }
         }
         // 2. What is missing: datagrams outside this ack's window were
-        // resolved by acks we never saw; trust the cumulative count. Inside
+        // resolved by acks that never arrived; trust the cumulative count. Inside
         // the window, a hole with REORDER later arrivals is a loss.
         let window_start = ack.highest.saturating_sub(63);
         let last = ack.highest.checked_sub(REORDER - 1);
@@ -256,12 +254,14 @@ impl Accounting {
             return None;
         }
         if let Some(r) = rtt {
-            self.update_rto(r);
+            self.rtt.on_sample(r);
         }
-        // Progress: the timeout restarts, its backoff ends (RFC 6298 §5.3).
+        // Progress: the timeout restarts (RFC 6298 §5.3) and, once the RTT
+        // is known, its backoff ends (nothing is retransmitted, so an ack
+        // is never ambiguous).
         self.timer = self.in_flight().then_some(now);
-        if let Some(s) = self.srtt {
-            self.rto = rto_of(s, self.rttvar);
+        if self.rtt.srtt().is_some() {
+            self.rtt.end_backoff();
         }
         Some(Feedback {
             nsent: Bytes(nsent),
@@ -288,21 +288,6 @@ impl Accounting {
         };
         // A wrapped or nonsensical echo (over 2^31 µs) gives no sample.
         (raw < 1 << 31).then(|| Duration::from_micros(raw.saturating_sub(delay).max(1)))
-    }
-
-    /// RFC 6298 §2.2–2.3.
-    fn update_rto(&mut self, r: Duration) {
-        let (srtt, var) = match self.srtt {
-            None => (r, Duration::from_micros(r.as_micros() / 2)),
-            Some(s) => {
-                let diff = s.as_micros().abs_diff(r.as_micros());
-                let var = (3 * self.rttvar.as_micros() + diff) / 4;
-                let srtt = (7 * s.as_micros() + r.as_micros()) / 8;
-                (Duration::from_micros(srtt), Duration::from_micros(var))
-            }
-        };
-        self.srtt = Some(srtt);
-        self.rttvar = var;
     }
 
     fn pop_resolved(&mut self) {
@@ -344,7 +329,7 @@ impl Accounting {
 
     /// When [`Accounting::handle_timeout`] is next due.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.timer.map(|t| t.saturating_add(self.rto))
+        self.timer.map(|t| t.saturating_add(self.rtt.rto()))
     }
 
     /// If the timeout has passed at `now`: everything in flight is lost to
@@ -364,7 +349,7 @@ impl Accounting {
             }
         }
         self.pop_resolved();
-        self.rto = Duration::from_micros((self.rto.as_micros() * 2).min(MAX_RTO.as_micros()));
+        self.rtt.back_off();
         self.timer = None;
         if nsent == 0 {
             return None;
@@ -377,10 +362,4 @@ impl Accounting {
             rtt: None,
         })
     }
-}
-
-fn rto_of(srtt: Duration, rttvar: Duration) -> Duration {
-    // RFC 6298 §2.3 with a 1 ms clock granularity G.
-    let us = srtt.as_micros() + (4 * rttvar.as_micros()).max(1000);
-    Duration::from_micros(us.clamp(MIN_RTO.as_micros(), MAX_RTO.as_micros()))
 }
