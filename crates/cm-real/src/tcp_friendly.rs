@@ -177,7 +177,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         notes: vec![
             "Path: cm-netem, 10 Mbit/s tbf at the router, 30 ms each way in the TUN delay box (60 ms RTT), queue = one BDP (75 KB), random loss by a tc-BPF filter at the receiver's ingress. Every stack has a path of its own and all run at the same time; loss rates run one after another.".into(),
             "Reference: Linux Reno with net.ipv4.tcp_sack=0 in the sender's namespace, the stack the paper compared against; Reno with SACK and CUBIC are reported too (CUBIC and SACK recover from random loss faster, so TCP/CM ÷ CUBIC is expected below 1). Linux's initial window is 10 segments, as is the CM's (RFC 6928).".into(),
-            "tcpcm-sack: the same TCP/CM with SACK negotiated (our TCP's RFC 2018 blocks and RFC 6675 recovery; off in the paper's configuration), compared with Reno with SACK: median_ratio_sack_both.".into(),
+            "tcpcm-sack: the same TCP/CM with SACK negotiated (the project TCP's RFC 2018 blocks and RFC 6675 recovery; off in the paper's configuration), compared with Reno with SACK: median_ratio_sack_both.".into(),
             "TCP/CM: cm-transport's TCP (NewReno loss recovery, no SACK) over UDP, its congestion control by an embedded CM through libcm (cm-implementation-linux §3.2), MSS 1426 so a segment fills one 1500-byte packet; Linux's MSS is 1448. Throughput counts payload bytes acknowledged over the transfer time including the handshake.".into(),
             format!("Real runs are not deterministic: the kernel's random loss, timers and the 2-core machine's scheduling differ every time. {reps} transfer(s) of {} MB per point (mean throughput); the median over loss rates is the metric.", bytes / 1_000_000),
         ],
