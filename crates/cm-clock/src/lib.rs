@@ -24,6 +24,10 @@
 //! ```
 #![warn(missing_docs)]
 
+mod threads;
+
+pub use threads::{ThreadCpu, named_thread_cpu, threads};
+
 use std::sync::OnceLock;
 use std::time::{Duration as StdDuration, Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
@@ -108,6 +112,7 @@ mod tests {
 
     #[test]
     fn round_trip_never_ends_early() {
+        let _ = epoch(); // instants before the epoch saturate to zero
         let t = StdInstant::now();
         let core = from_std(t);
         assert!(to_std(core) >= t);

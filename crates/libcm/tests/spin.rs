@@ -84,25 +84,6 @@ fn next_timeout_waits_briefly_for_an_expected_grant() {
     assert!(t0.elapsed() < Duration::from_millis(100));
 }
 
-/// CPU time (user + system) of this process's thread named `name`.
-fn thread_cpu(name: &str) -> Option<Duration> {
-    let tick = Duration::from_millis(10); // USER_HZ = 100 on Linux
-    for e in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-        if comm.trim() != name {
-            continue;
-        }
-        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-        let rest = stat.rsplit_once(')')?.1;
-        let f: Vec<u64> = rest
-            .split_whitespace()
-            .filter_map(|x| x.parse().ok())
-            .collect();
-        return Some(tick * u32::try_from(f.get(10)? + f.get(11)?).ok()?);
-    }
-    None
-}
-
 /// After a burst of work (which makes it spin) and its client gone, the
 /// daemon blocks: over a second it uses (almost) no CPU.
 #[test]
@@ -135,9 +116,9 @@ fn an_idle_daemon_uses_no_cpu() {
     let _quiet = d.client();
     std::thread::sleep(Duration::from_millis(300));
     let name = cm_daemon::TempDaemon::THREAD_NAME;
-    let before = thread_cpu(name).expect("the daemon thread");
+    let before = cm_clock::named_thread_cpu(name).expect("the daemon thread");
     std::thread::sleep(Duration::from_secs(1));
-    let used = thread_cpu(name).expect("the daemon thread") - before;
+    let used = cm_clock::named_thread_cpu(name).expect("the daemon thread") - before;
     assert!(
         used <= Duration::from_millis(50),
         "an idle daemon used {used:?} of CPU in 1 s"

@@ -8,24 +8,10 @@ use std::time::Duration as StdDuration;
 /// thread id, and its context switches (for `CM_BENCH_DEBUG`: who pays for
 /// a variant).
 pub fn thread_cpu() -> std::collections::HashMap<u64, (StdDuration, u64)> {
-    let mut out = std::collections::HashMap::new();
-    for e in std::fs::read_dir("/proc/self/task")
+    cm_clock::threads()
         .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let Ok(tid) = e.file_name().to_string_lossy().parse::<u64>() else {
-            continue;
-        };
-        let sw = std::fs::read_to_string(e.path().join("status"))
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.contains("ctxt_switches"))
-            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-            .sum();
-        out.insert(tid, (stat_cpu(&e.path().join("stat")), sw));
-    }
-    out
+        .map(|t| (t.tid, (t.cpu, t.context_switches)))
+        .collect()
 }
 
 /// Idle time of each CPU so far (`/proc/stat`, idle + iowait), for
@@ -52,17 +38,4 @@ pub fn cpu_idle() -> Vec<StdDuration> {
 /// CPU time (user + system) of this whole process so far, all threads.
 pub fn cpu_time() -> StdDuration {
     cm_clock::process_cpu()
-}
-
-/// User + system time from a `/proc/.../stat` file.
-fn stat_cpu(path: &std::path::Path) -> StdDuration {
-    let t = std::fs::read_to_string(path).unwrap_or_default();
-    // Fields after the command name: utime is the 14th field, stime 15th.
-    let rest = t.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let ticks = f.get(10).copied().unwrap_or(0) + f.get(11).copied().unwrap_or(0);
-    StdDuration::from_millis(ticks * 10)
 }
