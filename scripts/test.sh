@@ -50,6 +50,9 @@ python3 scripts/experiments-doc.py --out-dir "$exp_out" --list "$exp_out/list.tx
   --check docs/experiments.md
 echo ok
 
+step "the README's short commands, as written (daemon + cm flow + cm stat, CC-UDP example, C example)"
+./scripts/readme-commands.sh
+
 step "benchmark (quick): request/grant/notify/update cycle"
 cargo bench -p cm-core --bench cycle --locked -- --quick
 

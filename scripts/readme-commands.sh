@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs the README's short commands as they are written there (each is first
+# looked up verbatim in README.md, so the README cannot drift from what is
+# run): the daemon with `cm flow` and `cm stat`, the CC-UDP example, the C
+# example, and `cm demo --help`. The demo itself, the simulator, the
+# experiments, the benchmarks and the root-only commands have their own
+# steps in scripts/test.sh. Bounded: every command has a timeout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+
+in_readme() {
+  grep -qF -- "$1" README.md || { echo "error: not in README.md as written: $1" >&2; exit 1; }
+  printf '$ %s\n' "$1"
+}
+run() {
+  in_readme "$1"
+  timeout 300 bash -c "$1"
+}
+
+daemon_pid=""
+cleanup() {
+  pkill -f 'release/cmd --socket /tmp/cm.sock' 2>/dev/null || true
+  [ -n "$daemon_pid" ] && wait "$daemon_pid" 2>/dev/null || true
+  rm -f alf_sender
+}
+trap cleanup EXIT
+
+# The daemon block: the daemon, a flow through it, and cm stat.
+cargo build --release --locked -q -p cm-daemon -p cm
+in_readme 'cargo run --release --bin cmd -- --socket /tmp/cm.sock &'
+cargo run --release --locked -q --bin cmd -- --socket /tmp/cm.sock &
+daemon_pid=$!
+for _ in $(seq 100); do [ -S /tmp/cm.sock ] && break; sleep 0.1; done
+[ -S /tmp/cm.sock ] || { echo "error: the daemon did not create /tmp/cm.sock" >&2; exit 1; }
+in_readme 'CM_SOCKET=/tmp/cm.sock cargo run --release -p cm -- flow 127.0.0.1:9201 --secs 5 &'
+CM_SOCKET=/tmp/cm.sock timeout 60 cargo run --release --locked -q -p cm -- flow 127.0.0.1:9201 --secs 5 >/tmp/cm-readme-flow.log 2>&1 &
+flow_pid=$!
+sleep 1
+run 'CM_SOCKET=/tmp/cm.sock cargo run --release -p cm -- stat'
+wait "$flow_pid" || { cat /tmp/cm-readme-flow.log >&2; exit 1; }
+tail -n 3 /tmp/cm-readme-flow.log
+
+run 'cargo run --release -p libcm --example ccudp_pair'
+run 'cargo build --release -p cm-ffi'
+run 'cc -I crates/cm-ffi/include crates/cm-ffi/examples/c/alf_sender.c target/release/libcm.a -lpthread -ldl -lm -lgcc_s -o alf_sender && ./alf_sender 400'
+run 'cargo run --release -p cm -- demo --help' >/dev/null
+echo "ok: the README's short commands run as written"
