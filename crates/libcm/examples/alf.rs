@@ -57,7 +57,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         if last_ack.elapsed() > StdDuration::from_millis(200) {
             // Nothing came back for a while: what is outstanding is lost.
-            let gone: Vec<u64> = sent.iter_mut().filter_map(Option::take).map(|(_, l)| l).collect();
+            let gone: Vec<u64> = sent
+                .iter_mut()
+                .filter_map(Option::take)
+                .map(|(_, l)| l)
+                .collect();
             if !gone.is_empty() {
                 let bytes = gone.iter().sum();
                 cm.update(flow, Feedback::lossy(bytes, 0, LossMode::Persistent))?;
@@ -67,7 +71,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let est = cm.query(flow)?; // cm_query: None until the CM has an estimate
-    println!("acked {acked}, lost {lost}: rate {:?}, srtt {:?}", est.rate, est.srtt);
+    println!(
+        "acked {acked}, lost {lost}: rate {:?}, srtt {:?}",
+        est.rate, est.srtt
+    );
     cm.close(flow)?; // cm_close
     Ok(())
 }
