@@ -7,7 +7,7 @@
 //!
 //! - [`fmt`]: bytes, bit rates and durations in one style (decimal units,
 //!   a space before the unit);
-//! - [`stats`]: median, percentiles, mean, Jain's fairness index;
+//! - [`stats`]: median, mean, Jain's fairness index;
 //! - [`parse`]: numbers with units as typed on a command line (`10mbit`).
 //!
 //! ```

@@ -13,28 +13,6 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// The `p`-th percentile (`p` in 0..=100), nearest rank on the sorted
-/// sample (p50 of an even count is the lower middle; use [`median`] for
-/// the mean of the two).
-pub fn percentile(v: &[f64], p: f64) -> f64 {
-    let s = sorted(v);
-    if s.is_empty() {
-        return f64::NAN;
-    }
-    let p = p.clamp(0.0, 100.0);
-    let rank = ((p / 100.0) * s.len() as f64).ceil() as usize;
-    s[rank.saturating_sub(1).min(s.len() - 1)]
-}
-
-/// The 25th, 50th and 75th percentiles ([`percentile`]'s rule).
-pub fn quartiles(v: &[f64]) -> (f64, f64, f64) {
-    (
-        percentile(v, 25.0),
-        percentile(v, 50.0),
-        percentile(v, 75.0),
-    )
-}
-
 /// The arithmetic mean, summed in the sample's order (so that it equals
 /// the plain `Σx / n` of the same finite samples bit for bit).
 pub fn mean(v: &[f64]) -> f64 {
@@ -73,17 +51,6 @@ mod tests {
         assert_eq!(median(&[5.0]), 5.0);
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
         assert_eq!(median(&[1.0, f64::NAN, 3.0]), 2.0);
-    }
-
-    #[test]
-    fn percentiles() {
-        let v: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(&v, 50.0), 50.0);
-        assert_eq!(percentile(&v, 99.0), 99.0);
-        assert_eq!(percentile(&v, 99.9), 100.0);
-        assert_eq!(percentile(&v, 0.0), 1.0);
-        assert_eq!(quartiles(&v), (25.0, 50.0, 75.0));
-        assert!(percentile(&[], 50.0).is_nan());
     }
 
     #[test]
