@@ -2,9 +2,10 @@
 # Runs the README's short commands as they are written there (each is first
 # looked up verbatim in README.md, so the README cannot drift from what is
 # run): the daemon with `cm flow` and `cm stat`, the CC-UDP example, the C
-# example, and `cm demo --help`. The demo itself, the simulator, the
+# example, `cm demo --help` and one simulated scenario. The demo itself, the
 # experiments, the benchmarks and the root-only commands have their own
-# steps in scripts/test.sh. Bounded: every command has a timeout.
+# steps in scripts/test.sh. Bounded: every command but the daemon has a
+# timeout, and the daemon is stopped on every exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
@@ -27,7 +28,7 @@ cleanup() {
 trap cleanup EXIT
 
 # The daemon block: the daemon, a flow through it, and cm stat.
-cargo build --release --locked -q -p cm-daemon -p cm
+timeout 900 cargo build --release --locked -q -p cm-daemon -p cm
 in_readme 'cargo run --release --bin cmd -- --socket /tmp/cm.sock &'
 cargo run --release --locked -q --bin cmd -- --socket /tmp/cm.sock &
 daemon_pid=$!
@@ -45,4 +46,5 @@ run 'cargo run --release -p libcm --example ccudp_pair'
 run 'cargo build --release -p cm-ffi'
 run 'cc -I crates/cm-ffi/include crates/cm-ffi/examples/c/alf_sender.c target/release/libcm.a -lpthread -ldl -lm -lgcc_s -o alf_sender && ./alf_sender 400'
 run 'cargo run --release -p cm -- demo --help' >/dev/null
+run 'cargo run --release -p cm -- sim experiments/scenarios/web4-cm.toml' >/dev/null
 echo "ok: the README's short commands run as written"

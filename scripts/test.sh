@@ -44,8 +44,6 @@ if ! cargo run --release --locked -q -p cm -- experiment all --out "$exp_out" >"
   exit 1
 fi
 cargo run --release --locked -q -p cm -- experiment list >"$exp_out/list.txt"
-# The README's scenario command.
-cargo run --release --locked -q -p cm -- sim experiments/scenarios/web4-cm.toml >/dev/null
 python3 scripts/experiments-doc.py --out-dir "$exp_out" --list "$exp_out/list.txt" \
   --check docs/experiments.md
 echo ok
