@@ -34,22 +34,6 @@ pub(super) fn answer<T>(r: Result<T, cm_core::Error>, reply: impl FnOnce(T) -> T
     r.map(|v| Some(reply(v))).map_err(|e| code_of(&e))
 }
 
-/// The seq of a call that expects a reply (0 for fire-and-forget calls).
-fn seq_of(m: &ToDaemon) -> u32 {
-    match *m {
-        ToDaemon::Open { seq, .. }
-        | ToDaemon::Query { seq, .. }
-        | ToDaemon::Mtu { seq, .. }
-        | ToDaemon::GetMacroflow { seq, .. }
-        | ToDaemon::SetMacroflow { seq, .. }
-        | ToDaemon::Stat { seq }
-        | ToDaemon::QueryHost { seq, .. }
-        | ToDaemon::Ping { seq }
-        | ToDaemon::Attach { seq } => seq,
-        _ => 0,
-    }
-}
-
 /// The flow a call is about (0 if none).
 fn flow_of(m: &ToDaemon) -> u64 {
     match *m {
@@ -100,7 +84,7 @@ impl Daemon {
 
     /// Apply one call from session `token`, at `now` (read once per frame).
     fn handle(&mut self, now: cm_core::Instant, token: u64, m: ToDaemon) {
-        let seq = seq_of(&m);
+        let seq = m.seq().unwrap_or(0);
         let flow_raw = flow_of(&m);
         let Some(s) = self.sessions.get_mut(&token) else {
             return;
