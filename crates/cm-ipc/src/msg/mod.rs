@@ -186,6 +186,32 @@ impl ToDaemon {
         }
     }
 
+    /// The flow a call acts on (`None`: calls about the connection, the
+    /// caller's view or a new flow: `Hello`, `Open`, `Stat`, `QueryHost`,
+    /// `Ping`, `Attach`, `SocketDoorbell`).
+    pub fn flow(&self) -> Option<u64> {
+        match *self {
+            ToDaemon::Close { flow }
+            | ToDaemon::Request { flow, .. }
+            | ToDaemon::Notify { flow, .. }
+            | ToDaemon::Update { flow, .. }
+            | ToDaemon::Query { flow, .. }
+            | ToDaemon::Mtu { flow, .. }
+            | ToDaemon::RateUpdates { flow, .. }
+            | ToDaemon::Thresh { flow, .. }
+            | ToDaemon::GetMacroflow { flow, .. }
+            | ToDaemon::SetMacroflow { flow, .. }
+            | ToDaemon::SetWeight { flow, .. } => Some(flow),
+            ToDaemon::Hello { .. }
+            | ToDaemon::Open { .. }
+            | ToDaemon::Stat { .. }
+            | ToDaemon::QueryHost { .. }
+            | ToDaemon::Ping { .. }
+            | ToDaemon::Attach { .. }
+            | ToDaemon::SocketDoorbell { .. } => None,
+        }
+    }
+
     /// Whether the daemon answers this call soon: with a reply (calls with
     /// a [`ToDaemon::seq`], `Hello`) or, for a request, usually with a
     /// grant. A client that just sent such a call may poll briefly for the
@@ -447,9 +473,10 @@ pub enum ToClient {
 mod tests {
     use super::*;
 
-    /// Which calls carry a reply tag, and which the daemon answers at all.
+    /// Which calls carry a reply tag, which act on a flow, and which the
+    /// daemon answers at all.
     #[test]
-    fn reply_tags_and_answers_per_call() {
+    fn reply_tags_flows_and_answers_per_call() {
         const TAGGED: [&str; 9] = [
             "Open",
             "Query",
@@ -466,6 +493,11 @@ mod tests {
             let name = debug.split([' ', '{']).next().unwrap_or_default();
             let tagged = TAGGED.contains(&name);
             assert_eq!(m.seq().is_some(), tagged, "{name}");
+            let on_flow = !matches!(
+                name,
+                "Hello" | "Open" | "Stat" | "QueryHost" | "Ping" | "Attach" | "SocketDoorbell"
+            );
+            assert_eq!(m.flow().is_some(), on_flow, "{name}");
             let answered = tagged || name == "Hello" || name == "Request";
             assert_eq!(m.expects_answer(), answered, "{name}");
         }
@@ -475,5 +507,6 @@ mod tests {
             dst: "10.0.0.1:9".parse().expect("an address"),
         };
         assert_eq!(open.seq(), Some(7));
+        assert_eq!(ToDaemon::Close { flow: 9 }.flow(), Some(9));
     }
 }
