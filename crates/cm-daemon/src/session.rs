@@ -139,8 +139,8 @@ impl Session {
         FlushResult::Done
     }
 
-    /// Publish queued frames to the client's ring and ring its doorbell if
-    /// it sleeps. A full ring is `Blocked`: the client rings the daemon's doorbell
+    /// Publish queued frames to the client's ring and ring its doorbell if it
+    /// sleeps. A full ring is `Blocked`: the client rings the daemon's doorbell
     /// when it has made room (`need_space`).
     fn flush_ring(&mut self) -> FlushResult {
         let Some(l) = &mut self.rings else {

@@ -35,10 +35,10 @@
  * negative byte count, nrecd > nsent, bad threshold, unknown lossmode),
  * -ENOENT for an unknown flow or macroflow, -EAFNOSUPPORT for an address
  * that is neither AF_INET nor AF_INET6, -EAGAIN when a cm_send queue is
- * full (or the daemon rate-limits us), -EMSGSIZE for a datagram larger than
- * the MTU, -EOPNOTSUPP for SIGIO in embedded mode, -ECONNREFUSED when no
- * daemon listens, -EPIPE when the daemon went
- * away, -EPERM when the daemon refuses, -ENOTRECOVERABLE for an internal
+ * full (or the daemon rate-limits the caller), -EMSGSIZE for a datagram
+ * larger than the MTU, -EOPNOTSUPP for SIGIO in embedded mode,
+ * -ECONNREFUSED when no daemon listens, -EPIPE when the daemon went away,
+ * -EPERM when the daemon refuses, -ENOTRECOVERABLE for an internal
  * error (a Rust panic is caught and never crosses into C). cm_strerror()
  * describes any code.
  *
@@ -54,7 +54,7 @@
  *  1. Return values: every call returns int / int64_t codes as above (the
  *     papers give most calls no result). cm_flowid is a signed 64-bit id.
  *  2. cm_open(src, dst): src may be NULL. The papers pass a struct sockaddr
- *     without a length; we read sa_family and then a whole sockaddr_in
+ *     without a length; cm_open reads sa_family and then a whole sockaddr_in
  *     (AF_INET) or sockaddr_in6 (AF_INET6), so the caller must pass one of
  *     those structures (or a sockaddr_storage). cm_ctx_open takes explicit
  *     lengths and checks them (-EINVAL if too short).
@@ -247,7 +247,7 @@ int cm_dispatch(void);
 int cm_wait(int timeout_ms);
 /** A descriptor readable when cm_dispatch has work (valid until cm_fini). */
 int cm_fd(void);
-/** SIGIO when the daemon has something for us (daemon mode; else -EOPNOTSUPP). */
+/** SIGIO when the daemon has something for this process (daemon mode; else -EOPNOTSUPP). */
 int cm_enable_sigio(void);
 
 /** A static description of an error code (negative or positive). */

@@ -87,7 +87,8 @@ impl PollSet {
     pub(crate) fn set(&self, on: bool) {
         let fd = self.event.as_raw_fd();
         let mut v: u64 = 0;
-        // SAFETY: 8-byte read/write of a u64 on our own nonblocking eventfd.
+        // SAFETY: 8-byte read/write of a u64 on the context's own
+        // nonblocking eventfd.
         unsafe {
             if on {
                 let one: u64 = 1;

@@ -119,6 +119,17 @@ impl<'a> Reader<'a> {
             Ok(None)
         }
     }
+
+    /// A flag and a u64 that is zero when the flag is clear (one encoding
+    /// per value: a nonzero one without its flag is `what`).
+    pub(crate) fn opt_u64(&mut self, what: &'static str) -> Result<Option<u64>, DecodeError> {
+        let some = self.bool()?;
+        let v = self.u64()?;
+        if !some && v != 0 {
+            return Err(DecodeError::Invalid(what));
+        }
+        Ok(some.then_some(v))
+    }
 }
 
 /// Appends fields to a byte vector.
@@ -175,5 +186,10 @@ impl Writer<'_> {
         if let Some(a) = a {
             self.ip(a);
         }
+    }
+    /// A flag and the value, zero when absent (fixed size).
+    pub(crate) fn opt_u64(&mut self, v: Option<u64>) {
+        self.bool(v.is_some());
+        self.u64(v.unwrap_or(0));
     }
 }

@@ -10,15 +10,15 @@
 //! ## Where it sits
 //!
 //! ```text
-//! cm-core  <-  cm-transport, cm-sim  <-  cm-ipc, the daemon, libcm  <-  cm (CLI)
+//! cm-core  <-  cm-ipc  <-  the daemon (cm-daemon), libcm
 //! ```
 //!
-//! Messages carry `cm-core`'s values ([`cm_core::LossMode`], rates, RTTs,
-//! flow ids as integers). The daemon decodes [`ToDaemon`] and answers with
-//! [`ToClient`]; libcm does the reverse. Layout: [`ToDaemon`], [`ToClient`]
-//! and their values in `msg`, each message's tag and body layout in
-//! `msg/codec.rs`, the bounds-checked field reader in `field.rs`, the frame
-//! header and batching in `frame.rs`.
+//! It depends on `cm-core` alone. Messages carry `cm-core`'s values
+//! ([`cm_core::LossMode`], rates, RTTs, flow ids as integers). The daemon
+//! decodes [`ToDaemon`] and answers with [`ToClient`]; libcm does the reverse.
+//! Layout: [`ToDaemon`], [`ToClient`] and their values in `msg`, each message's
+//! tag and body layout in `msg/codec.rs`, the bounds-checked field reader in
+//! `field.rs`, the frame header and batching in `frame.rs`.
 //!
 //! ## One message, encoded and decoded
 //!

@@ -29,16 +29,14 @@ fn cpus(set: &CpuSet) -> Vec<usize> {
 fn daemon_tid() -> Pid {
     let t0 = Instant::now();
     loop {
-        let mut found = Vec::new();
-        for e in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-            if comm.trim() == cm_daemon::TempDaemon::THREAD_NAME {
-                found.push(e.file_name().to_string_lossy().parse::<i32>().unwrap());
-            }
-        }
+        let found: Vec<u64> = cm_clock::threads()
+            .into_iter()
+            .filter(|t| t.name == cm_daemon::TempDaemon::THREAD_NAME)
+            .map(|t| t.tid)
+            .collect();
         assert!(found.len() <= 1, "one daemon thread: {found:?}");
         if let [tid] = found[..] {
-            return Pid::from_raw(tid).unwrap();
+            return Pid::from_raw(i32::try_from(tid).unwrap()).unwrap();
         }
         assert!(t0.elapsed() < Duration::from_secs(5), "no daemon thread");
         std::thread::sleep(Duration::from_millis(5));

@@ -34,40 +34,6 @@ pub(super) fn answer<T>(r: Result<T, cm_core::Error>, reply: impl FnOnce(T) -> T
     r.map(|v| Some(reply(v))).map_err(|e| code_of(&e))
 }
 
-/// The seq of a call that expects a reply (0 for fire-and-forget calls).
-fn seq_of(m: &ToDaemon) -> u32 {
-    match *m {
-        ToDaemon::Open { seq, .. }
-        | ToDaemon::Query { seq, .. }
-        | ToDaemon::Mtu { seq, .. }
-        | ToDaemon::GetMacroflow { seq, .. }
-        | ToDaemon::SetMacroflow { seq, .. }
-        | ToDaemon::Stat { seq }
-        | ToDaemon::QueryHost { seq, .. }
-        | ToDaemon::Ping { seq }
-        | ToDaemon::Attach { seq } => seq,
-        _ => 0,
-    }
-}
-
-/// The flow a call is about (0 if none).
-fn flow_of(m: &ToDaemon) -> u64 {
-    match *m {
-        ToDaemon::Close { flow }
-        | ToDaemon::Request { flow, .. }
-        | ToDaemon::Notify { flow, .. }
-        | ToDaemon::Update { flow, .. }
-        | ToDaemon::Query { flow, .. }
-        | ToDaemon::Mtu { flow, .. }
-        | ToDaemon::RateUpdates { flow, .. }
-        | ToDaemon::Thresh { flow, .. }
-        | ToDaemon::GetMacroflow { flow, .. }
-        | ToDaemon::SetMacroflow { flow, .. }
-        | ToDaemon::SetWeight { flow, .. } => flow,
-        _ => 0,
-    }
-}
-
 impl Daemon {
     /// Decode and apply one frame from a client, at `now`.
     pub(super) fn handle_frame(&mut self, token: u64, bytes: &[u8], now: cm_core::Instant) {
@@ -100,8 +66,9 @@ impl Daemon {
 
     /// Apply one call from session `token`, at `now` (read once per frame).
     fn handle(&mut self, now: cm_core::Instant, token: u64, m: ToDaemon) {
-        let seq = seq_of(&m);
-        let flow_raw = flow_of(&m);
+        let seq = m.seq().unwrap_or(0);
+        let on_flow = m.flow();
+        let flow_raw = on_flow.unwrap_or(0);
         let Some(s) = self.sessions.get_mut(&token) else {
             return;
         };
@@ -137,16 +104,7 @@ impl Daemon {
         };
         // Calls on a flow: it must be this client's.
         let flow = FlowId::from_u64(flow_raw);
-        let needs_flow = !matches!(
-            m,
-            ToDaemon::Open { .. }
-                | ToDaemon::Stat { .. }
-                | ToDaemon::QueryHost { .. }
-                | ToDaemon::Ping { .. }
-                | ToDaemon::Attach { .. }
-                | ToDaemon::SocketDoorbell { .. }
-        );
-        if needs_flow && self.owner.get(&flow_raw) != Some(&token) {
+        if on_flow.is_some() && self.owner.get(&flow_raw) != Some(&token) {
             // Another user's flow looks exactly like no flow at all.
             self.error(token, seq, flow_raw, ErrorCode::UnknownFlow);
             return;

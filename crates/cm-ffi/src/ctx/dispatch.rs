@@ -101,7 +101,7 @@ impl Ctx {
     fn take_events(st: &mut State) -> Result<Vec<Delivery>, CmError> {
         let mut evs: Vec<CmEvent> = st.pending.drain(..).collect();
         // libcm's dispatch clears the pollable descriptor; with no Rust
-        // callbacks registered it leaves every event queued for us.
+        // callbacks registered it leaves every event queued for this context.
         st.cm.0.dispatch()?;
         while evs.len() < DISPATCH_BATCH {
             match st.cm.0.poll_event()? {

@@ -97,8 +97,7 @@ impl Message for ToDaemon {
                 w.u64(nsent);
                 w.u64(nrecd);
                 w.u8(loss_to_u8(loss));
-                w.bool(rtt_us.is_some());
-                w.u64(rtt_us.unwrap_or(0));
+                w.opt_u64(rtt_us);
                 0x06
             }
             ToDaemon::Query { seq, flow } => {
@@ -138,8 +137,7 @@ impl Message for ToDaemon {
             ToDaemon::SetMacroflow { seq, flow, target } => {
                 w.u32(seq);
                 w.u64(flow);
-                w.bool(target.is_some());
-                w.u64(target.unwrap_or(0));
+                w.opt_u64(target);
                 0x0c
             }
             ToDaemon::SetWeight { flow, weight } => {
@@ -189,23 +187,14 @@ impl Message for ToDaemon {
                 flow: r.u64()?,
                 nsent: r.u64()?,
             },
-            0x06 => {
-                let (flow, nsent, nrecd) = (r.u64()?, r.u64()?, r.u64()?);
-                let loss = loss_from_u8(r.u8()?)?;
-                let has_rtt = r.bool()?;
-                let rtt = r.u64()?;
-                if !has_rtt && rtt != 0 {
-                    // One encoding per message: an absent sample is zero.
-                    return Err(DecodeError::Invalid("rtt without its flag"));
-                }
-                ToDaemon::Update {
-                    flow,
-                    nsent,
-                    nrecd,
-                    loss,
-                    rtt_us: has_rtt.then_some(rtt),
-                }
-            }
+            0x06 => ToDaemon::Update {
+                flow: r.u64()?,
+                nsent: r.u64()?,
+                nrecd: r.u64()?,
+                loss: loss_from_u8(r.u8()?)?,
+                // One encoding per message: an absent sample is zero.
+                rtt_us: r.opt_u64("rtt without its flag")?,
+            },
             0x07 => ToDaemon::Query {
                 seq: r.u32()?,
                 flow: r.u64()?,
@@ -229,19 +218,11 @@ impl Message for ToDaemon {
                 seq: r.u32()?,
                 flow: r.u64()?,
             },
-            0x0c => {
-                let (seq, flow) = (r.u32()?, r.u64()?);
-                let some = r.bool()?;
-                let t = r.u64()?;
-                if !some && t != 0 {
-                    return Err(DecodeError::Invalid("target without its flag"));
-                }
-                ToDaemon::SetMacroflow {
-                    seq,
-                    flow,
-                    target: some.then_some(t),
-                }
-            }
+            0x0c => ToDaemon::SetMacroflow {
+                seq: r.u32()?,
+                flow: r.u64()?,
+                target: r.opt_u64("target without its flag")?,
+            },
             0x0d => ToDaemon::SetWeight {
                 flow: r.u64()?,
                 weight: r.u32()?,
@@ -449,7 +430,11 @@ impl Message for ToClient {
 mod tests {
     use core::fmt::Debug;
 
+    use cm_core::LossMode;
+
     use super::Message;
+    use crate::DecodeError;
+    use crate::ToDaemon;
     use crate::msg::examples;
     use crate::{Frame, decode_frame};
 
@@ -478,5 +463,42 @@ mod tests {
     #[test]
     fn every_answer_round_trips() {
         round_trip(&examples::to_client());
+    }
+
+    /// An absent RTT sample or macroflow target has one encoding: a
+    /// nonzero value behind a clear flag is refused.
+    #[test]
+    fn an_optional_value_without_its_flag_is_refused() {
+        let calls = [
+            (
+                ToDaemon::Update {
+                    flow: 7,
+                    nsent: 1460,
+                    nrecd: 1460,
+                    loss: LossMode::None,
+                    rtt_us: None,
+                },
+                "rtt without its flag",
+            ),
+            (
+                ToDaemon::SetMacroflow {
+                    seq: 1,
+                    flow: 7,
+                    target: None,
+                },
+                "target without its flag",
+            ),
+        ];
+        for (m, what) in calls {
+            let mut body = Vec::new();
+            let tag = m.encode_body(&mut body);
+            assert_eq!(ToDaemon::decode_body(tag, &body), Ok(m));
+            // The value is the body's last field: make its top byte nonzero.
+            *body.last_mut().expect("a body") = 1;
+            assert_eq!(
+                ToDaemon::decode_body(tag, &body),
+                Err(DecodeError::Invalid(what))
+            );
+        }
     }
 }

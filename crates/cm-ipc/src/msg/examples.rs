@@ -1,5 +1,5 @@
-//! One message of every kind in each direction, with fixed values: the
-//! codec's round-trip tests and the fuzzer's seed corpus (`fuzz/src/gen_corpus.rs`)
+//! One message of every kind in each direction, with fixed values: the codec's
+//! round-trip tests and the fuzzer's seed corpus (`fuzz/src/gen_corpus.rs`)
 //! both start from these. A new message adds its example here.
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};

@@ -160,32 +160,65 @@ pub enum ToDaemon {
 }
 
 impl ToDaemon {
-    /// Whether the daemon answers this call soon: with a reply (calls with
-    /// a `seq`, `Hello`) or, for a request, usually with a grant. A client
-    /// that just sent such a call may poll briefly for the answer before it
-    /// sleeps (see "Waiting" in the crate docs); the others (`Notify`,
-    /// `Update`, `Close`, ...) are fire-and-forget.
-    pub fn expects_answer(&self) -> bool {
-        match self {
+    /// The reply tag of a call the daemon answers with a reply echoing it
+    /// (`None`: `Hello`, which is answered by `Welcome`, and the calls
+    /// without a reply).
+    pub fn seq(&self) -> Option<u32> {
+        match *self {
+            ToDaemon::Open { seq, .. }
+            | ToDaemon::Query { seq, .. }
+            | ToDaemon::Mtu { seq, .. }
+            | ToDaemon::GetMacroflow { seq, .. }
+            | ToDaemon::SetMacroflow { seq, .. }
+            | ToDaemon::Stat { seq }
+            | ToDaemon::QueryHost { seq, .. }
+            | ToDaemon::Ping { seq }
+            | ToDaemon::Attach { seq } => Some(seq),
             ToDaemon::Hello { .. }
-            | ToDaemon::Open { .. }
+            | ToDaemon::Close { .. }
             | ToDaemon::Request { .. }
-            | ToDaemon::Query { .. }
-            | ToDaemon::Mtu { .. }
-            | ToDaemon::GetMacroflow { .. }
-            | ToDaemon::SetMacroflow { .. }
-            | ToDaemon::Stat { .. }
-            | ToDaemon::QueryHost { .. }
-            | ToDaemon::Ping { .. }
-            | ToDaemon::Attach { .. } => true,
-            ToDaemon::Close { .. }
             | ToDaemon::Notify { .. }
             | ToDaemon::Update { .. }
             | ToDaemon::RateUpdates { .. }
             | ToDaemon::Thresh { .. }
             | ToDaemon::SetWeight { .. }
-            | ToDaemon::SocketDoorbell { .. } => false,
+            | ToDaemon::SocketDoorbell { .. } => None,
         }
+    }
+
+    /// The flow a call acts on (`None`: calls about the connection, the
+    /// caller's view or a new flow: `Hello`, `Open`, `Stat`, `QueryHost`,
+    /// `Ping`, `Attach`, `SocketDoorbell`).
+    pub fn flow(&self) -> Option<u64> {
+        match *self {
+            ToDaemon::Close { flow }
+            | ToDaemon::Request { flow, .. }
+            | ToDaemon::Notify { flow, .. }
+            | ToDaemon::Update { flow, .. }
+            | ToDaemon::Query { flow, .. }
+            | ToDaemon::Mtu { flow, .. }
+            | ToDaemon::RateUpdates { flow, .. }
+            | ToDaemon::Thresh { flow, .. }
+            | ToDaemon::GetMacroflow { flow, .. }
+            | ToDaemon::SetMacroflow { flow, .. }
+            | ToDaemon::SetWeight { flow, .. } => Some(flow),
+            ToDaemon::Hello { .. }
+            | ToDaemon::Open { .. }
+            | ToDaemon::Stat { .. }
+            | ToDaemon::QueryHost { .. }
+            | ToDaemon::Ping { .. }
+            | ToDaemon::Attach { .. }
+            | ToDaemon::SocketDoorbell { .. } => None,
+        }
+    }
+
+    /// Whether the daemon answers this call soon: with a reply (calls with
+    /// a [`ToDaemon::seq`], `Hello`) or, for a request, usually with a
+    /// grant. A client that just sent such a call may poll briefly for the
+    /// answer before it sleeps (see "Waiting" in the crate docs); the others
+    /// (`Notify`, `Update`, `Close`, ...) are fire-and-forget.
+    pub fn expects_answer(&self) -> bool {
+        self.seq().is_some() || matches!(self, ToDaemon::Hello { .. } | ToDaemon::Request { .. })
     }
 }
 
@@ -434,4 +467,46 @@ pub enum ToClient {
         /// Bytes of each ring's data area.
         ring_bytes: u32,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Which calls carry a reply tag, which act on a flow, and which the
+    /// daemon answers at all.
+    #[test]
+    fn reply_tags_flows_and_answers_per_call() {
+        const TAGGED: [&str; 9] = [
+            "Open",
+            "Query",
+            "Mtu",
+            "GetMacroflow",
+            "SetMacroflow",
+            "Stat",
+            "QueryHost",
+            "Ping",
+            "Attach",
+        ];
+        for m in examples::to_daemon() {
+            let debug = format!("{m:?}");
+            let name = debug.split([' ', '{']).next().unwrap_or_default();
+            let tagged = TAGGED.contains(&name);
+            assert_eq!(m.seq().is_some(), tagged, "{name}");
+            let on_flow = !matches!(
+                name,
+                "Hello" | "Open" | "Stat" | "QueryHost" | "Ping" | "Attach" | "SocketDoorbell"
+            );
+            assert_eq!(m.flow().is_some(), on_flow, "{name}");
+            let answered = tagged || name == "Hello" || name == "Request";
+            assert_eq!(m.expects_answer(), answered, "{name}");
+        }
+        let open = ToDaemon::Open {
+            seq: 7,
+            src: None,
+            dst: "10.0.0.1:9".parse().expect("an address"),
+        };
+        assert_eq!(open.seq(), Some(7));
+        assert_eq!(ToDaemon::Close { flow: 9 }.flow(), Some(9));
+    }
 }

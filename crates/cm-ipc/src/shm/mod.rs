@@ -47,18 +47,17 @@
 //! ## Doorbells: wake only a sleeper
 //!
 //! A consumer about to sleep sets its ring's `need_wake`, looks at the ring
-//! once more, and sleeps on its doorbell only if the ring is still empty.
-//! A producer, after publishing a record, takes `need_wake` (swaps it to 0)
-//! and rings the consumer's doorbell only if it was set. All four accesses
-//! are sequentially consistent, so one side always sees the other
-//! (Dekker's mutual exclusion): no wake-up is lost, and a busy consumer
-//! costs its producers no system call at all (the virtio "event
-//! suppression" and io_uring `SQ_NEED_WAKEUP` idea). A sleeper silences
-//! its doorbell before it arms, and rings it itself if it finds a frame
-//! after arming, so its descriptor is readable exactly when something may
-//! wait (a ring still on its way costs one spurious wake-up). `need_space` works
-//! the same way in the other direction, for a producer that found the ring
-//! full.
+//! once more, and sleeps on its doorbell only if the ring is still empty. A
+//! producer, after publishing a record, takes `need_wake` (swaps it to 0) and
+//! rings the consumer's doorbell only if it was set. All four accesses are
+//! sequentially consistent, so one side always sees the other (Dekker's mutual
+//! exclusion): no wake-up is lost, and a busy consumer costs its producers no
+//! system call at all (the virtio "event suppression" and io_uring
+//! `SQ_NEED_WAKEUP` idea). A sleeper silences its doorbell before it arms, and
+//! rings it itself if it finds a frame after arming, so its descriptor is
+//! readable exactly when something may wait (a ring still on its way costs one
+//! spurious wake-up). `need_space` works the same way in the other direction,
+//! for a producer that found the ring full.
 //!
 //! ## Trust
 //!

@@ -195,8 +195,9 @@ impl Region {
         self.tx.take_wake(&self.tx_view)
     }
 
-    /// The outgoing ring was full: ask the peer to ring this side's doorbell when it
-    /// frees space. Returns whether `len` bytes fit after all (retry now).
+    /// The outgoing ring was full: ask the peer to ring this side's doorbell
+    /// when it frees space. Returns whether `len` bytes fit after all (retry
+    /// now).
     pub fn want_space(&self, len: usize) -> Result<bool, RingError> {
         self.tx.want_space(&self.tx_view, len)
     }
@@ -211,16 +212,16 @@ impl Region {
         self.rx.pending(&self.rx_view)
     }
 
-    /// About to sleep on this side's doorbell: ask the peer to ring it for its next
-    /// frame. Returns whether nothing waits (sleeping is safe); if
+    /// About to sleep on this side's doorbell: ask the peer to ring it for its
+    /// next frame. Returns whether nothing waits (sleeping is safe); if
     /// something does, consume it instead (and [`Region::disarm`]).
     pub fn arm(&self) -> bool {
         self.rx.arm(&self.rx_view)
     }
 
     /// [`Region::arm`], also returning whether this side's request was still
-    /// standing: after an earlier arm, `false` means the peer took it and
-    /// its ring of this side's doorbell came or is coming (so a consumer can count
+    /// standing: after an earlier arm, `false` means the peer took it and its
+    /// ring of this side's doorbell came or is coming (so a consumer can count
     /// the rings it is owed).
     pub fn arm_counted(&self) -> (bool, bool) {
         self.rx.arm_swap(&self.rx_view)
@@ -231,8 +232,8 @@ impl Region {
         self.rx.disarm(&self.rx_view)
     }
 
-    /// Whether this side's doorbell request still stands (false: the peer took it
-    /// and rang, or is ringing).
+    /// Whether this side's doorbell request still stands (false: the peer took
+    /// it and rang, or is ringing).
     pub fn armed(&self) -> bool {
         self.rx.armed(&self.rx_view)
     }

@@ -172,9 +172,9 @@ impl Producer {
         r.need_wake().load(SeqCst) != 0 && r.need_wake().swap(0, SeqCst) != 0
     }
 
-    /// The ring was full: ask the consumer to ring the producer's doorbell when it frees space.
-    /// Returns whether there is room for `len` bytes after all (then no
-    /// doorbell will come; retry at once).
+    /// The ring was full: ask the consumer to ring the producer's doorbell when
+    /// it frees space. Returns whether there is room for `len` bytes after all
+    /// (then no doorbell will come; retry at once).
     pub(crate) fn want_space(&self, r: &RingView, len: usize) -> Result<bool, RingError> {
         r.need_space().store(1, SeqCst);
         self.fits(r, padded(len as u64))
@@ -236,7 +236,8 @@ impl Consumer {
             at += 8;
         }
         self.pos += skipped + need;
-        // Frees the space (SeqCst includes release: this side's reads came first).
+        // Frees the space (SeqCst includes release: this side's reads came
+        // first).
         r.head().store(self.pos, SeqCst);
         Ok(true)
     }
@@ -246,8 +247,8 @@ impl Consumer {
         r.tail().load(SeqCst) != self.pos
     }
 
-    /// About to sleep: ask the producer to ring the consumer's doorbell for the next
-    /// frame. Returns whether the ring is still empty (safe to sleep).
+    /// About to sleep: ask the producer to ring the consumer's doorbell for the
+    /// next frame. Returns whether the ring is still empty (safe to sleep).
     pub(crate) fn arm(&self, r: &RingView) -> bool {
         r.need_wake().store(1, SeqCst);
         !self.pending(r)
@@ -266,8 +267,8 @@ impl Consumer {
         r.need_wake().store(0, SeqCst);
     }
 
-    /// Whether the consumer's doorbell request is still standing (false once the
-    /// producer took it, i.e. rang or is about to ring).
+    /// Whether the consumer's doorbell request is still standing (false once
+    /// the producer took it, i.e. rang or is about to ring).
     pub(crate) fn armed(&self, r: &RingView) -> bool {
         r.need_wake().load(SeqCst) != 0
     }

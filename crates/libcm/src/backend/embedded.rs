@@ -41,11 +41,6 @@ impl Embedded {
         })
     }
 
-    /// Now, on the process's one real clock.
-    pub(crate) fn now(&self) -> Instant {
-        cm_clock::now()
-    }
-
     /// Service due timers and move the core's events to `out`.
     pub(crate) fn pump(&mut self, out: &mut VecDeque<CmEvent>) {
         if let Some(t) = self.core.poll_timeout() {

@@ -1,8 +1,8 @@
 //! The client's end of the shared-memory rings to the daemon (cm_ipc::shm):
 //! frames out through one ring, frames in through the other, the daemon
-//! rung only when it sleeps, and the client's doorbell left armed whenever libcm hands
-//! control back to the application, so the descriptor it polls becomes
-//! readable for the next frame.
+//! rung only when it sleeps, and the client's doorbell left armed whenever
+//! libcm hands control back to the application, so the descriptor it polls
+//! becomes readable for the next frame.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -30,13 +30,13 @@ pub(crate) struct Rings {
     buf: Vec<u8>,
     /// Doorbells rung to wake the daemon (for benchmarks).
     pub(crate) rang: u64,
-    /// The daemon was asked to ring the client's doorbell before: from then on
-    /// a request found not standing at the next arm was taken, and rung.
+    /// The daemon was asked to ring the client's doorbell before: from then
+    /// on a request found not standing at the next arm was taken, and rung.
     armed: bool,
-    /// Rings of the client's doorbell due and not yet read from it: one per request
-    /// the daemon took, one per ring of libcm's own. Reading them as frames are
-    /// taken keeps the descriptor readable only while something may wait,
-    /// even for an application that polls it without calling
+    /// Rings of the client's doorbell due and not yet read from it: one per
+    /// request the daemon took, one per ring of libcm's own. Reading them as
+    /// frames are taken keeps the descriptor readable only while something
+    /// may wait, even for an application that polls it without calling
     /// `Cm::pollable_fd` before each sleep.
     owed: u64,
 }
@@ -136,8 +136,9 @@ impl Rings {
         empty
     }
 
-    /// Read the rings owed from the client's doorbell, if any (a system call only
-    /// then: while the daemon has not rung, polling the rings costs none).
+    /// Read the rings owed from the client's doorbell, if any (a system call
+    /// only then: while the daemon has not rung, polling the rings costs
+    /// none).
     /// A ring still on its way stays owed and is read by a later call; until
     /// then it makes the descriptor readable once, spuriously.
     fn collect_rings(&mut self) {
@@ -156,10 +157,10 @@ impl Rings {
         self.region.note_cpu(cpu);
     }
 
-    /// About to sleep on the client's doorbell (or the poll set holding it): silence
-    /// it, then ask the daemon to ring for its next frame, and ring it
-    /// ourselves if a frame already waits in the ring or `unread` (read but
-    /// not yet dispatched). Every sleep is preceded by this, so the
+    /// About to sleep on the client's doorbell (or the poll set holding it):
+    /// silence it, then ask the daemon to ring for its next frame, and ring
+    /// it from here if a frame already waits in the ring or `unread` (read
+    /// but not yet dispatched). Every sleep is preceded by this, so the
     /// descriptor is readable exactly when something may wait: a ring that
     /// was on its way when it was silenced costs one spurious wake-up, and no
     /// frame is ever slept on. Reads no frame.

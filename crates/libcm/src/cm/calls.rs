@@ -22,10 +22,7 @@ impl Cm {
         wire: impl FnOnce() -> ToDaemon,
     ) -> Result<(), CmError> {
         match &mut self.backend {
-            Backend::Embedded(e) => {
-                let now = e.now();
-                embedded(&mut e.core, now)?;
-            }
+            Backend::Embedded(e) => embedded(&mut e.core, cm_clock::now())?,
             Backend::Daemon(d) => d.push(&wire())?,
         }
         self.after_call()

@@ -9,8 +9,8 @@ use crate::error::CmError;
 use crate::event::CmEvent;
 
 impl Cm {
-    /// Gather what the CM has for us without blocking; grants for buffered
-    /// flows are served here and never surface.
+    /// Gather what the CM has for this handle without blocking; grants for
+    /// buffered flows are served here and never surface.
     fn pump(&mut self) -> Result<(), CmError> {
         match &mut self.backend {
             Backend::Embedded(e) => e.pump(&mut self.events),
@@ -202,10 +202,10 @@ impl Cm {
         }
     }
 
-    /// Ask for SIGIO when the CM has something for us (cm-implementation-linux
-    /// §2.2.1: "an option for processes to receive a SIGIO when their
-    /// control socket status changes"). The application installs the
-    /// handler and calls [`Cm::dispatch`] after it runs.
+    /// Ask for SIGIO when the CM has something for this process
+    /// (cm-implementation-linux §2.2.1: "an option for processes to receive
+    /// a SIGIO when their control socket status changes"). The application
+    /// installs the handler and calls [`Cm::dispatch`] after it runs.
     pub fn enable_sigio(&mut self) -> Result<(), CmError> {
         if let Backend::Daemon(d) = &mut self.backend {
             if d.has_rings() {

@@ -16,7 +16,7 @@ impl Cm {
     pub fn open(&mut self, src: Option<SocketAddr>, dst: SocketAddr) -> Result<FlowId, CmError> {
         self.ask(
             |e| {
-                let now = e.now();
+                let now = cm_clock::now();
                 let mut p = OpenParams::to(dst);
                 p.src = src;
                 e.core.open(now, e.client, p)
@@ -73,10 +73,7 @@ impl Cm {
     ) -> Result<MacroflowId, CmError> {
         self.mtus.remove(&flow);
         self.ask(
-            |e| {
-                let now = e.now();
-                e.core.set_macroflow(now, flow, target)
-            },
+            |e| e.core.set_macroflow(cm_clock::now(), flow, target),
             |seq| ToDaemon::SetMacroflow {
                 seq,
                 flow: flow.to_u64(),

@@ -112,8 +112,7 @@ pub(crate) struct DaemonConn {
 }
 
 impl DaemonConn {
-    /// Connect and introduce ourselves (and attach the shared rings, if
-    /// asked and offered).
+    /// Connect, say Hello (and attach the shared rings, if asked and offered).
     pub(crate) fn connect(path: &Path, transport: Transport) -> Result<Self, CmError> {
         let fd = socket_with(
             AddressFamily::UNIX,
