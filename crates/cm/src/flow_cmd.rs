@@ -27,7 +27,7 @@ use libcm::{Bytes, Cm, CmEvent, Duration, Feedback, FlowId};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use serde::Serialize;
 
-use crate::demo::acks::{Acks, is_transient, send_ack};
+use crate::ccudp_acks::{Acks, is_transient, send_ack};
 use crate::stat_view::{connect, socket_path};
 
 /// Options of `cm flow`.

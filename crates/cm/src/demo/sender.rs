@@ -16,7 +16,7 @@ use cm_transport::ccudp::feedback::Accounting;
 use cm_transport::ccudp::wire::{self, DATA_HEADER_LEN, DataHeader, Packet};
 use libcm::{Cm, CmEvent};
 
-use super::acks::is_transient;
+use crate::ccudp_acks::is_transient;
 
 /// One application flow.
 pub struct App {
