@@ -2,7 +2,8 @@
 //!
 //! It opens a flow at the CM daemon, starts its own receiver (a thread
 //! with a UDP socket on the loopback destination that acknowledges every
-//! datagram), and sends for a while using the request/callback API
+//! second datagram and what is left when its socket is drained), and sends
+//! for a while using the request/callback API
 //! (cm-implementation-linux §2.1.1, "ALF" senders): `cm_request`, a
 //! `cmapp_send` callback registered with `cm_register_send` that sends one
 //! datagram and answers with `cm_notify`, and the receiver's acks fed back
