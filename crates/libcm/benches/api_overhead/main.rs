@@ -81,7 +81,7 @@ use std::time::Duration as StdDuration;
 use cm_report::stats::median;
 use libcm::{Cm, Config};
 
-use cpu::{cpu_idle, cpu_time, thread_cpu};
+use cpu::{cpu_idle, thread_cpu};
 use placement::{LOST, diag, pin_to, watchdog};
 use raw::{run_raw, run_tcp};
 use variants::{Api, Variant, run_cm};
@@ -175,7 +175,7 @@ fn main() {
     let mut verdict = Vec::new();
     // One run of variant `i` (0: raw UDP; `variants.len()`: kernel TCP).
     let run = |i: usize, size: usize| -> StdDuration {
-        let cpu0 = cpu_time();
+        let cpu0 = cm_clock::process_cpu();
         let (idle0, threads0) = if debug {
             (cpu_idle(), thread_cpu())
         } else {
@@ -202,7 +202,7 @@ fn main() {
                 run_cm(cm, *api, n, size)
             }
         };
-        let cpu = cpu_time().saturating_sub(cpu0);
+        let cpu = cm_clock::process_cpu().saturating_sub(cpu0);
         eprintln!(
             "  {size} B {:<14} {:>8.2} µs/packet, {:>6.2} µs CPU/packet (all threads)",
             variants.get(i).map_or("kernel-tcp", |v| v.0),
