@@ -126,7 +126,7 @@ impl Sender {
 
     /// Time since the run began.
     pub fn elapsed(&self) -> StdDuration {
-        StdDuration::from_micros(cm_clock::now().saturating_since(self.t0).as_micros())
+        cm_clock::to_std_duration(cm_clock::now().saturating_since(self.t0))
     }
 
     /// The end of the run: the applications (with what they counted) and
@@ -147,7 +147,6 @@ impl Sender {
     pub fn turn(&mut self, deadline: StdDuration) -> Result<()> {
         self.start_flows()?;
         self.serve()?;
-        let now = cm_clock::now();
         let mut wait = deadline.saturating_sub(self.elapsed());
         if let Some(t) = self.cm.next_timeout() {
             wait = wait.min(t);
@@ -169,7 +168,7 @@ impl Sender {
         if readable {
             self.read_acks()?;
         }
-        self.timeouts(now.max(cm_clock::now()))?;
+        self.timeouts(cm_clock::now())?;
         self.serve()
     }
 
