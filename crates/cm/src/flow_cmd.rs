@@ -108,7 +108,7 @@ impl Sender {
             let h = DataHeader {
                 session: self.session,
                 seq: self.acct.next_seq(),
-                ts: now.as_micros() as u32,
+                ts: wire::timestamp(now),
             };
             h.encode(&self.padding[..len - DATA_HEADER_LEN], &mut self.buf);
             match self.sock.send(&self.buf) {
@@ -150,7 +150,7 @@ impl Sender {
                 continue;
             }
             let now = cm_clock::now();
-            fbs.extend(self.acct.on_ack(now, now.as_micros() as u32, &ack));
+            fbs.extend(self.acct.on_ack(now, &ack));
         }
         fbs.extend(self.acct.handle_timeout(cm_clock::now()));
         Ok(fbs)

@@ -70,7 +70,7 @@ impl Shared {
         let h = DataHeader {
             session: i as u16,
             seq: app.acct.next_seq(),
-            ts: now.as_micros() as u32,
+            ts: wire::timestamp(now),
         };
         let pad = len.saturating_sub(DATA_HEADER_LEN).min(self.padding.len());
         h.encode(&self.padding[..pad], &mut self.buf);
@@ -222,7 +222,7 @@ impl Sender {
             let now = cm_clock::now();
             let update = self.with_apps(|apps| {
                 let app = apps.get_mut(usize::from(ack.session))?;
-                let fb = app.acct.on_ack(now, now.as_micros() as u32, &ack)?;
+                let fb = app.acct.on_ack(now, &ack)?;
                 app.acked += fb.nrecd.get();
                 app.lost += fb.nsent.get() - fb.nrecd.get();
                 Some((app.id?, fb))
