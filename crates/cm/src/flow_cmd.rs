@@ -89,7 +89,6 @@ struct Sender {
     error: Option<anyhow::Error>,
     buf: Vec<u8>,
     padding: Vec<u8>,
-    sent_pkts: u64,
     sent_bytes: u64,
     expired: u64,
 }
@@ -116,7 +115,6 @@ impl Sender {
                     sent = n as u64;
                     self.acct.on_queued(n);
                     self.acct.on_departed(now);
-                    self.sent_pkts += 1;
                     self.sent_bytes += sent;
                     if let Some(b) = &mut self.bucket {
                         b.tokens -= sent as f64;
@@ -337,7 +335,6 @@ fn send(cm: &mut Cm, args: &FlowArgs, dst: SocketAddr) -> Result<Summary> {
         error: None,
         buf: Vec::with_capacity(size),
         padding: vec![0; size],
-        sent_pkts: 0,
         sent_bytes: 0,
         expired: 0,
     }));
@@ -420,7 +417,7 @@ fn send(cm: &mut Cm, args: &FlowArgs, dst: SocketAddr) -> Result<Summary> {
         pid,
         dst,
         secs,
-        sent_datagrams: s.sent_pkts,
+        sent_datagrams: s.acct.departed(),
         sent_bytes: s.sent_bytes,
         acked_datagrams: s.acct.counters.acked,
         lost_datagrams: s.acct.counters.lost,
