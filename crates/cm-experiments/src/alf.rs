@@ -26,7 +26,7 @@ use cm_core::{
 use cm_sim::{Ctx, FlowTag, Host, NodeId, Packet, Payload};
 use cm_transport::ccudp::feedback::Accounting;
 use cm_transport::ccudp::receiver::{AckPolicy, AckState};
-use cm_transport::ccudp::wire::{Ack, DataHeader};
+use cm_transport::ccudp::wire::{self, Ack, DataHeader};
 
 /// Why an ALF experiment could not run.
 #[derive(Debug, thiserror::Error)]
@@ -204,7 +204,7 @@ impl AlfSender {
             let header = DataHeader {
                 session: i as u16,
                 seq: app.acct.next_seq(),
-                ts: now.as_micros() as u32,
+                ts: wire::timestamp(now),
             };
             let data = AlfPacket::Data {
                 app: i as u32,
@@ -237,7 +237,7 @@ impl AlfSender {
         };
         let Some(flow) = a.flow else { return };
         a.progress.push((now, ack.recv_bytes));
-        let Some(fb) = a.acct.on_ack(now, now.as_micros() as u32, ack) else {
+        let Some(fb) = a.acct.on_ack(now, ack) else {
             return;
         };
         a.lost_bytes += fb.nsent.get() - fb.nrecd.get();

@@ -2,7 +2,8 @@
 //!
 //! It opens a flow at the CM daemon, starts its own receiver (a thread
 //! with a UDP socket on the loopback destination that acknowledges every
-//! datagram), and sends for a while using the request/callback API
+//! second datagram and what is left when its socket is drained), and sends
+//! for a while using the request/callback API
 //! (cm-implementation-linux §2.1.1, "ALF" senders): `cm_request`, a
 //! `cmapp_send` callback registered with `cm_register_send` that sends one
 //! datagram and answers with `cm_notify`, and the receiver's acks fed back
@@ -27,7 +28,7 @@ use libcm::{Bytes, Cm, CmEvent, Duration, Feedback, FlowId};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use serde::Serialize;
 
-use crate::demo::acks::{Acks, is_transient, send_ack};
+use crate::ccudp_acks::{Acks, is_transient, send_ack};
 use crate::stat_view::{connect, socket_path};
 
 /// Options of `cm flow`.
@@ -88,7 +89,6 @@ struct Sender {
     error: Option<anyhow::Error>,
     buf: Vec<u8>,
     padding: Vec<u8>,
-    sent_pkts: u64,
     sent_bytes: u64,
     expired: u64,
 }
@@ -107,7 +107,7 @@ impl Sender {
             let h = DataHeader {
                 session: self.session,
                 seq: self.acct.next_seq(),
-                ts: now.as_micros() as u32,
+                ts: wire::timestamp(now),
             };
             h.encode(&self.padding[..len - DATA_HEADER_LEN], &mut self.buf);
             match self.sock.send(&self.buf) {
@@ -115,7 +115,6 @@ impl Sender {
                     sent = n as u64;
                     self.acct.on_queued(n);
                     self.acct.on_departed(now);
-                    self.sent_pkts += 1;
                     self.sent_bytes += sent;
                     if let Some(b) = &mut self.bucket {
                         b.tokens -= sent as f64;
@@ -149,7 +148,7 @@ impl Sender {
                 continue;
             }
             let now = cm_clock::now();
-            fbs.extend(self.acct.on_ack(now, now.as_micros() as u32, &ack));
+            fbs.extend(self.acct.on_ack(now, &ack));
         }
         fbs.extend(self.acct.handle_timeout(cm_clock::now()));
         Ok(fbs)
@@ -336,7 +335,6 @@ fn send(cm: &mut Cm, args: &FlowArgs, dst: SocketAddr) -> Result<Summary> {
         error: None,
         buf: Vec::with_capacity(size),
         padding: vec![0; size],
-        sent_pkts: 0,
         sent_bytes: 0,
         expired: 0,
     }));
@@ -419,7 +417,7 @@ fn send(cm: &mut Cm, args: &FlowArgs, dst: SocketAddr) -> Result<Summary> {
         pid,
         dst,
         secs,
-        sent_datagrams: s.sent_pkts,
+        sent_datagrams: s.acct.departed(),
         sent_bytes: s.sent_bytes,
         acked_datagrams: s.acct.counters.acked,
         lost_datagrams: s.acct.counters.lost,

@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod ccudp_acks;
 mod demo;
 mod experiment_cmd;
 mod flow_cmd;

@@ -25,7 +25,7 @@ use std::collections::{HashMap, VecDeque};
 
 use cm_core::{Bytes, Duration, Feedback, Instant, LossMode};
 
-use super::wire::Ack;
+use super::wire::{self, Ack};
 use crate::tcp::RttEstimator;
 
 /// Later datagrams received before a missing one is lost (RFC 5681 §3.2).
@@ -170,10 +170,9 @@ impl Accounting {
         (i < self.slots.len()).then_some(i)
     }
 
-    /// An acknowledgement arrived at `now` (`now_ts`: the same instant in
-    /// the header's 32-bit µs clock). Returns the feedback for
+    /// An acknowledgement arrived at `now`. Returns the feedback for
     /// `cm_update`, or `None` if the ack resolved nothing.
-    pub fn on_ack(&mut self, now: Instant, now_ts: u32, ack: &Ack) -> Option<Feedback> {
+    pub fn on_ack(&mut self, now: Instant, ack: &Ack) -> Option<Feedback> {
         if ack.highest >= self.departed {
             // Acknowledges what never left: not the peer's ack.
             self.counters.bogus_acks += 1;
@@ -244,7 +243,7 @@ impl Accounting {
         // 3. An RTT sample from the echoed datagram, if this ack is the
         // first to report it (no sample from duplicate or stale acks).
         let rtt = if echo_new {
-            self.rtt_sample(now, now_ts, ack)
+            self.rtt_sample(now, ack)
         } else {
             None
         };
@@ -275,7 +274,7 @@ impl Accounting {
         })
     }
 
-    fn rtt_sample(&self, now: Instant, now_ts: u32, ack: &Ack) -> Option<Duration> {
+    fn rtt_sample(&self, now: Instant, ack: &Ack) -> Option<Duration> {
         let delay = u64::from(ack.echo_delay_us);
         // The time it left the socket, not when it was queued: queueing in
         // the CM is not round-trip time (libcm's `buffered_send_time`).
@@ -284,7 +283,7 @@ impl Accounting {
             .and_then(|i| self.slots[i].departed)
         {
             Some(t) => now.saturating_since(t).as_micros(),
-            None => u64::from(now_ts.wrapping_sub(ack.echo_ts)),
+            None => u64::from(wire::timestamp(now).wrapping_sub(ack.echo_ts)),
         };
         // A wrapped or nonsensical echo (over 2^31 µs) gives no sample.
         (raw < 1 << 31).then(|| Duration::from_micros(raw.saturating_sub(delay).max(1)))

@@ -50,7 +50,7 @@ impl Pair {
     }
 
     fn deliver(&mut self, ack: &Ack, at: Instant) -> Option<Feedback> {
-        self.tx.on_ack(at, at.as_micros() as u32, ack)
+        self.tx.on_ack(at, ack)
     }
 }
 

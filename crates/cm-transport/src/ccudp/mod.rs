@@ -42,7 +42,7 @@
 //! }
 //! let ack = rx.take_ack(Instant::from_micros(21_000)).unwrap();
 //! let now = Instant::from_micros(41_000);
-//! let fb = tx.on_ack(now, now.as_micros() as u32, &ack).unwrap();
+//! let fb = tx.on_ack(now, &ack).unwrap();
 //! assert_eq!((fb.nsent.get(), fb.nrecd.get(), fb.loss), (2_000, 2_000, LossMode::None));
 //! assert_eq!(fb.rtt, Some(cm_core::Duration::from_millis(40)));
 //! ```

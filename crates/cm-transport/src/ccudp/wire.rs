@@ -45,8 +45,15 @@ pub struct DataHeader {
     pub session: u16,
     /// Sequence number, from 0 per session.
     pub seq: u64,
-    /// Sender's clock when the datagram was queued, µs (wraps).
+    /// Sender's clock when the datagram was queued, µs (wraps):
+    /// [`timestamp`].
     pub ts: u32,
+}
+
+/// `now` in the header's 32-bit µs clock (wraps), for [`DataHeader::ts`]
+/// and the sender's reading of an echoed one.
+pub fn timestamp(now: cm_core::Instant) -> u32 {
+    now.as_micros() as u32
 }
 
 /// An acknowledgement (see the module docs for the fields' layout).

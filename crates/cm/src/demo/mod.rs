@@ -17,7 +17,6 @@
 //! - **otherwise**: loopback, each receiver behind its own user-space
 //!   bottleneck (rate, DropTail queue, one-way delay) in the receiver.
 
-pub(crate) mod acks;
 mod bottleneck;
 mod receiver;
 mod report;

@@ -13,8 +13,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use cm_transport::ccudp::wire::{self, Packet};
 
-use super::acks::{Acks, is_transient, send_ack};
 use super::bottleneck::Bottleneck;
+use crate::ccudp_acks::{Acks, is_transient, send_ack};
 
 /// A running receiver thread.
 pub struct Receiver {

@@ -9,11 +9,6 @@ use serde::Serialize;
 
 use super::sender::{App, Sender};
 
-/// A byte count for the status columns, `-` for none.
-fn bytes_or_dash(v: i64) -> String {
-    u64::try_from(v).map_or_else(|_| "-".into(), fmt::bytes)
-}
-
 pub fn header(json: bool) {
     let line = format!(
         "{:>6}  {:<16} {:>5} {:>9} {:>13} {:>9} {:>9} {:>6} {:>10}",
@@ -51,7 +46,7 @@ pub fn status(s: &mut Sender, now: StdDuration, json: bool) {
             u64::try_from(e.srtt_us).map_or_else(|_| "-".into(), fmt::micros),
             u64::try_from(e.rttvar_us).map_or_else(|_| "-".into(), fmt::micros),
             fmt::percent(e.loss.max(0.0)),
-            bytes_or_dash(i64::try_from(m.in_flight).unwrap_or(i64::MAX)),
+            fmt::bytes(m.in_flight),
         );
         if json {
             eprintln!("{line}")

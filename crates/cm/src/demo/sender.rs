@@ -16,7 +16,7 @@ use cm_transport::ccudp::feedback::Accounting;
 use cm_transport::ccudp::wire::{self, DATA_HEADER_LEN, DataHeader, Packet};
 use libcm::{Cm, CmEvent};
 
-use super::acks::is_transient;
+use crate::ccudp_acks::is_transient;
 
 /// One application flow.
 pub struct App {
@@ -70,7 +70,7 @@ impl Shared {
         let h = DataHeader {
             session: i as u16,
             seq: app.acct.next_seq(),
-            ts: now.as_micros() as u32,
+            ts: wire::timestamp(now),
         };
         let pad = len.saturating_sub(DATA_HEADER_LEN).min(self.padding.len());
         h.encode(&self.padding[..pad], &mut self.buf);
@@ -126,7 +126,7 @@ impl Sender {
 
     /// Time since the run began.
     pub fn elapsed(&self) -> StdDuration {
-        StdDuration::from_micros(cm_clock::now().saturating_since(self.t0).as_micros())
+        cm_clock::to_std_duration(cm_clock::now().saturating_since(self.t0))
     }
 
     /// The end of the run: the applications (with what they counted) and
@@ -147,7 +147,6 @@ impl Sender {
     pub fn turn(&mut self, deadline: StdDuration) -> Result<()> {
         self.start_flows()?;
         self.serve()?;
-        let now = cm_clock::now();
         let mut wait = deadline.saturating_sub(self.elapsed());
         if let Some(t) = self.cm.next_timeout() {
             wait = wait.min(t);
@@ -169,7 +168,7 @@ impl Sender {
         if readable {
             self.read_acks()?;
         }
-        self.timeouts(now.max(cm_clock::now()))?;
+        self.timeouts(cm_clock::now())?;
         self.serve()
     }
 
@@ -223,7 +222,7 @@ impl Sender {
             let now = cm_clock::now();
             let update = self.with_apps(|apps| {
                 let app = apps.get_mut(usize::from(ack.session))?;
-                let fb = app.acct.on_ack(now, now.as_micros() as u32, &ack)?;
+                let fb = app.acct.on_ack(now, &ack)?;
                 app.acked += fb.nrecd.get();
                 app.lost += fb.nsent.get() - fb.nrecd.get();
                 Some((app.id?, fb))

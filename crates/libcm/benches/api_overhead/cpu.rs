@@ -1,6 +1,5 @@
-//! CPU accounting for `CM_BENCH_DEBUG` and the per-run CPU line: per
-//! thread (with context switches) and per CPU idle time from `/proc`, the
-//! whole process from `cm-clock`.
+//! CPU accounting for `CM_BENCH_DEBUG`: per thread (with context switches,
+//! from `cm-clock`) and per CPU idle time from `/proc`.
 
 use std::time::Duration as StdDuration;
 
@@ -33,9 +32,4 @@ pub fn cpu_idle() -> Vec<StdDuration> {
             )
         })
         .collect()
-}
-
-/// CPU time (user + system) of this whole process so far, all threads.
-pub fn cpu_time() -> StdDuration {
-    cm_clock::process_cpu()
 }

@@ -20,22 +20,24 @@
 //!   are batched (`set_autoflush(false)`: sent every 32 calls once a
 //!   request is among them, and before the loop sleeps).
 //!
+//! Each CM variant runs in embedded and daemon mode, the daemon reached
+//! over its control socket (`/dmn`) and over the shared-memory rings
+//! (`/shm`, cm_ipc::shm, libcm's default) (the daemon is the real `cmd`
+//! loop on its own thread; every run's receiver listens on an address of
+//! its own in 127/8, so every daemon run starts from a fresh macroflow),
+//! plus kernel TCP (`TCP_NODELAY`, the same window of acknowledged
+//! messages) for reference.
+//!
 //! In daemon mode both sides spin before they block (cm-ipc "Waiting:
 //! spin, then block"): the daemon polls for 50 µs after a busy turn
 //! (`spin_us`), and libcm polls for the grants of requests it just sent
 //! in `next_timeout` before the loop sleeps, for an adaptive time of at
-//! most 500 µs (`Cm::set_spin`). The loop itself (and raw UDP's) waits the same way as before:
-//! `poll` on the ack socket and, in daemon mode, the control socket.
+//! most 500 µs (`Cm::set_spin`). The loop itself (and raw UDP's) waits
+//! with `poll` on the ack socket and, in daemon mode, the control socket.
 //!
-//! each in embedded and daemon mode, the daemon reached over its control
-//! socket (`/dmn`) and over the shared-memory rings (`/shm`, cm_ipc::shm,
-//! libcm's default) (the daemon is the real `cmd` loop on
-//! its own thread; every run's receiver listens on an address of its own
-//! in 127/8, so every daemon run starts from a fresh macroflow), plus
-//! kernel TCP (`TCP_NODELAY`, the same window of
-//! acknowledged messages) for reference. Output: µs per packet (median of
-//! the reps) and the throughput ratio to raw UDP: every run of a variant
-//! comes right after a raw UDP run of its own, and the ratio printed is the
+//! Output: µs per packet (median of the reps) and the throughput ratio to
+//! raw UDP: every run of a variant comes right after a raw UDP run of its
+//! own, and the ratio printed is the
 //! median over the reps of each run's ratio to that raw run (raw UDP alone
 //! moves by 10-20% between runs on this machine; a ratio to the run just
 //! before shares more of the machine's state than one to a median taken
@@ -59,9 +61,9 @@
 //! size; `CM_BENCH_ONLY=alf-bulk/dmn` (comma-separated variant names,
 //! `kernel-tcp` included) runs raw UDP and the variants named only;
 //! `CM_BENCH_BATCH=n` sets the ALF-bulk batch limit; `CM_BENCH_NO_PIN=1`
-//! lets the kernel place sender and receiver (see "Two hosts" below);
+//! lets the kernel place sender and receiver (see "Two hosts" above);
 //! `CM_BENCH_SPIN_US=n` the daemon's spin and `CM_BENCH_CLIENT_SPIN_US=n`
-//! the clients' (0: block at once, as before); `CM_BENCH_NO_FOLLOW=1`
+//! the clients' (0: block at once); `CM_BENCH_NO_FOLLOW=1`
 //! keeps the daemon where the kernel puts it (`follow_client_cpu = false`);
 //! `CM_BENCH_DEBUG=1`
 //! prints, per run, the window, RTT and IPC counters and each thread's CPU
@@ -81,7 +83,7 @@ use std::time::Duration as StdDuration;
 use cm_report::stats::median;
 use libcm::{Cm, Config};
 
-use cpu::{cpu_idle, cpu_time, thread_cpu};
+use cpu::{cpu_idle, thread_cpu};
 use placement::{LOST, diag, pin_to, watchdog};
 use raw::{run_raw, run_tcp};
 use variants::{Api, Variant, run_cm};
@@ -175,7 +177,7 @@ fn main() {
     let mut verdict = Vec::new();
     // One run of variant `i` (0: raw UDP; `variants.len()`: kernel TCP).
     let run = |i: usize, size: usize| -> StdDuration {
-        let cpu0 = cpu_time();
+        let cpu0 = cm_clock::process_cpu();
         let (idle0, threads0) = if debug {
             (cpu_idle(), thread_cpu())
         } else {
@@ -202,7 +204,7 @@ fn main() {
                 run_cm(cm, *api, n, size)
             }
         };
-        let cpu = cpu_time().saturating_sub(cpu0);
+        let cpu = cm_clock::process_cpu().saturating_sub(cpu0);
         eprintln!(
             "  {size} B {:<14} {:>8.2} µs/packet, {:>6.2} µs CPU/packet (all threads)",
             variants.get(i).map_or("kernel-tcp", |v| v.0),

@@ -36,10 +36,8 @@ pub fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
     let ack_sock = sock.try_clone().unwrap();
     let t0 = Instant::now();
     let mut acked = 0u64;
-    let rtt_of = |sent: &[Instant], seq: u64| {
-        let at = sent.get(seq as usize).copied().unwrap_or(t0);
-        Duration::from_micros((at.elapsed().as_micros() as u64).max(1))
-    };
+    let rtt_of =
+        |sent: &[Instant], seq: u64| rtt_since(sent.get(seq as usize).copied().unwrap_or(t0));
     if api == Api::Buffered {
         let flow = cm.open_buffered(sock, rx.addr).unwrap();
         let mut queued = 0u64;
@@ -69,8 +67,7 @@ pub fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
                 let at = cm
                     .buffered_send_time(flow, seq)
                     .unwrap_or(sent_at[seq as usize]);
-                let rtt = Duration::from_micros((at.elapsed().as_micros() as u64).max(1));
-                fbs.push((flow, Feedback::acked(size as u64, rtt)));
+                fbs.push((flow, Feedback::acked(size as u64, rtt_since(at))));
                 got += 1;
             });
             for (f, fb) in fbs {
@@ -235,6 +232,12 @@ pub fn run_cm(mut cm: Cm, api: Api, n: u64, size: usize) -> StdDuration {
     let e = t0.elapsed();
     debug_counters(&mut cm, flow);
     e
+}
+
+/// The RTT sample of a datagram sent at `at` and acknowledged now (at
+/// least 1 µs).
+fn rtt_since(at: Instant) -> Duration {
+    cm_clock::from_std_duration(at.elapsed()).max(Duration::from_micros(1))
 }
 
 /// Sleep until acks arrive on `sock`, the CM has work (daemon mode: its

@@ -230,13 +230,6 @@ impl CcUdpSocket {
         Ok((mtu as usize).saturating_sub(DATA_HEADER_LEN))
     }
 
-    /// Now on the process's clock, and the same instant in the header's
-    /// 32-bit µs clock (wraps).
-    fn now(&self) -> (Instant, u32) {
-        let now = cm_clock::now();
-        (now, now.as_micros() as u32)
-    }
-
     /// Queue one datagram for the peer; the CM sends it when the
     /// macroflow's window and rate allow. Returns `buf.len()`. A payload
     /// over [`CcUdpSocket::max_payload`] is refused (`InvalidInput`); a full
@@ -257,7 +250,7 @@ impl CcUdpSocket {
                 format!("payload of {} bytes over the {max}-byte limit", buf.len()),
             ));
         }
-        let (_, ts) = self.now();
+        let ts = wire::timestamp(cm_clock::now());
         DataHeader { session, seq, ts }.encode(buf, &mut self.pkt);
         let mut retried = false;
         loop {
@@ -405,7 +398,7 @@ impl CcUdpSocket {
             Err(e) => return Err(cm_err(e)),
         }
         self.sync_departures(cm);
-        let (now, _) = self.now();
+        let now = cm_clock::now();
         if let Some(p) = &mut self.peer {
             if let Some(fb) = p.acct.handle_timeout(now) {
                 cm.update(p.flow, fb).map_err(cm_err)?;
@@ -421,7 +414,7 @@ impl CcUdpSocket {
         let Ok(sent) = cm.buffered_sent(flow) else {
             return;
         };
-        let (now, _) = self.now();
+        let now = cm_clock::now();
         let mut seq = p.acct.departed();
         while seq < sent {
             let at = cm
@@ -448,7 +441,7 @@ impl CcUdpSocket {
                 }
                 Err(e) => return Err(e),
             };
-            let (now, now_ts) = self.now();
+            let now = cm_clock::now();
             match wire::decode(&self.buf[..n]) {
                 Err(_) => self.stats.malformed += 1,
                 Ok(Packet::Ack(ack)) => {
@@ -458,7 +451,7 @@ impl CcUdpSocket {
                         self.stats.foreign_acks += 1;
                         continue;
                     }
-                    if let Some(fb) = p.acct.on_ack(now, now_ts, &ack) {
+                    if let Some(fb) = p.acct.on_ack(now, &ack) {
                         cm.update(p.flow, fb).map_err(cm_err)?;
                     }
                 }
@@ -477,7 +470,7 @@ impl CcUdpSocket {
                 }
             }
         }
-        let (now, _) = self.now();
+        let now = cm_clock::now();
         self.send_ack(now);
         Ok(())
     }
@@ -504,7 +497,7 @@ impl CcUdpSocket {
         let cm_t = cm.next_timeout();
         let fresh = std::mem::replace(&mut cm.events, others);
         cm.events.extend(fresh);
-        let (now, _) = self.now();
+        let now = cm_clock::now();
         let ack_t = self
             .peer
             .as_ref()
