@@ -50,7 +50,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         while let Ok(8) = sock.recv(&mut ack) {
             let seq = u64::from_le_bytes(ack) as usize;
             if let Some((at, len)) = sent.get_mut(seq).and_then(Option::take) {
-                let rtt = Duration::from_micros(at.elapsed().as_micros() as u64);
+                // At least 1 µs: the CM refuses a zero RTT sample.
+                let rtt = Duration::from_micros((at.elapsed().as_micros() as u64).max(1));
                 cm.update(flow, Feedback::acked(len, rtt))?; // cm_update
                 (acked, last_ack) = (acked + 1, StdInstant::now());
             }
