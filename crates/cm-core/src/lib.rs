@@ -14,7 +14,9 @@
 //! ## Where it sits
 //!
 //! ```text
-//! cm-core  <-  cm-transport, cm-sim  <-  cm-ipc, the daemon, libcm  <-  cm (CLI)
+//! cm-core  <-  cm-transport  <-  libcm, cm-ttcp, cm-experiments
+//! cm-core  <-  cm-ipc        <-  cm-daemon, libcm
+//! cm-core  <-  cm-sim        <-  cm-experiments
 //! ```
 //!
 //! This crate is the bottom layer and depends on no other crate of the

@@ -32,26 +32,40 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Why a scenario is unusable.
+/// Why a scenario is unusable. Each message ends with its underlying error;
+/// that error is not also [`std::error::Error::source`], so a chain printer
+/// (anyhow's `{:#}`) shows it once.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
     /// The TOML does not parse or has unknown/mistyped fields.
     #[error("scenario does not parse: {0}")]
-    Parse(#[from] toml::de::Error),
+    Parse(toml::de::Error),
     /// A value is out of range or inconsistent.
     #[error("invalid scenario: {0}")]
     Invalid(String),
     /// The network could not be built.
     #[error("topology: {0}")]
-    Topology(#[from] cm_sim::TopologyError),
+    Topology(cm_sim::TopologyError),
     /// A host rejected a flow.
-    #[error("flow {flow}: {source}")]
+    #[error("flow {flow}: {error}")]
     Host {
         /// The flow.
         flow: String,
         /// Why.
-        source: crate::hosts::HostError,
+        error: crate::hosts::HostError,
     },
+}
+
+impl From<toml::de::Error> for ScenarioError {
+    fn from(e: toml::de::Error) -> Self {
+        ScenarioError::Parse(e)
+    }
+}
+
+impl From<cm_sim::TopologyError> for ScenarioError {
+    fn from(e: cm_sim::TopologyError) -> Self {
+        ScenarioError::Topology(e)
+    }
 }
 
 fn bad<T>(msg: String) -> Result<T, ScenarioError> {

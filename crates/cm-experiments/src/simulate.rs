@@ -159,7 +159,7 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
         hosts.push(
             CmHost::new(n, cm_cfg.clone()).map_err(|e| ScenarioError::Host {
                 flow: String::new(),
-                source: e,
+                error: e,
             })?,
         );
     }
@@ -188,7 +188,7 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
         }
         let err = |e| ScenarioError::Host {
             flow: f.name.clone(),
-            source: e,
+            error: e,
         };
         // Seeded per-flow start jitter (Scenario::start_jitter_ms).
         let u = crate::seeded::unit(s.seed, k as u64);

@@ -4,37 +4,30 @@
 #![allow(clippy::unwrap_used)]
 
 use cm_core::Aging;
-use cm_experiments::experiments::aging::simulation::{run, sweep, totals};
+use cm_experiments::experiments::Opts;
+use cm_experiments::experiments::aging::{self, simulation};
 
 #[test]
 fn minimum_rtt_half_life_loses_fewer_packets_than_srtt() {
-    let mut runs = Vec::new();
-    for p in sweep(true) {
-        for mode in [Aging::MinRtt, Aging::Srtt] {
-            let r = run(p, mode).unwrap();
-            eprintln!(
-                "{:>6} report {:>4} ms queue {} BDP seed {}: sent {:>5} lost {:>4} goodput {:>7.0} bit/s",
-                r.mode,
-                p.report_ms,
-                p.queue_bdps,
-                p.seed,
-                r.sent_packets,
-                r.lost_packets,
-                r.goodput_bps
-            );
-            runs.push(r);
-        }
-    }
-    let (minrtt, srtt) = totals(&runs);
+    // The experiment itself (its sweep, both modes, its totals), not a copy.
+    let out = aging::run(&Opts {
+        quick: true,
+        quiet: true,
+        threads: 1,
+    })
+    .unwrap();
+    eprint!("{}", out.csv);
+    let lost = |key: &str| out.metrics[key].as_u64().unwrap();
+    let (minrtt, srtt) = (lost("lost_minrtt"), lost("lost_srtt"));
     eprintln!("lost_minrtt {minrtt} lost_srtt {srtt}");
     assert!(minrtt < srtt, "lost_minrtt {minrtt} !< lost_srtt {srtt}");
 }
 
 #[test]
 fn runs_are_deterministic() {
-    let p = sweep(true)[0];
-    let a = run(p, Aging::MinRtt).unwrap();
-    let b = run(p, Aging::MinRtt).unwrap();
+    let p = simulation::sweep(true)[0];
+    let a = simulation::run(p, Aging::MinRtt).unwrap();
+    let b = simulation::run(p, Aging::MinRtt).unwrap();
     assert_eq!(
         (a.sent_packets, a.lost_packets),
         (b.sent_packets, b.lost_packets)

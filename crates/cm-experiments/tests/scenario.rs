@@ -63,3 +63,40 @@ fn shipped_scenarios_parse() {
     }
     assert!(n >= 2);
 }
+
+/// Each cause once when errors are printed as a chain (the `cm` CLI prints
+/// anyhow's `{:#}`: every `source()` after the message).
+#[test]
+fn a_chain_printer_shows_each_cause_once() {
+    use cm_experiments::experiments::ExperimentError;
+    use cm_experiments::hosts::HostError;
+
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut s = e.to_string();
+        let mut cause = e.source();
+        while let Some(c) = cause {
+            s.push_str(&format!(": {c}"));
+            cause = c.source();
+        }
+        s
+    }
+    let host = ScenarioError::Host {
+        flow: "a".into(),
+        error: HostError::CmConfig(cm_core::ConfigError("mtu 0".into())),
+    };
+    let parse = Scenario::from_toml("duration = [").expect_err("must fail");
+    let io = ExperimentError::Io {
+        path: "out/x.csv".into(),
+        error: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+    };
+    for e in [&host as &dyn std::error::Error, &parse, &io] {
+        assert_eq!(chain(e), e.to_string());
+    }
+    assert_eq!(
+        chain(&host),
+        format!(
+            "flow a: congestion manager config: {}",
+            cm_core::ConfigError("mtu 0".into())
+        )
+    );
+}

@@ -10,9 +10,6 @@ use std::process::ExitStatus;
 
 use crate::config::ConfigError;
 
-/// The message when not running as root.
-pub const NOT_ROOT: &str = "cm-netem needs root (CAP_NET_ADMIN) to create network namespaces";
-
 /// Why an operation of this crate failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -21,7 +18,7 @@ pub enum NetemError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The process is not root.
-    #[error("{}", NOT_ROOT)]
+    #[error("cm-netem needs root (CAP_NET_ADMIN) to create network namespaces")]
     NotRoot,
     /// A program (`ip`, `tc`) could not be started.
     #[error("cannot run {program} (is iproute2 installed?): {error}")]

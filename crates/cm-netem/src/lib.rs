@@ -100,7 +100,7 @@ mod sys;
 
 pub use config::{ConfigError, PathConfig, Queue, parse_duration, parse_queue, parse_rate};
 pub use delaybox::{DelayBoxStats, DirectionStats};
-pub use error::{BuildStep, NOT_ROOT, NetemError, Result};
+pub use error::{BuildStep, NetemError, Result};
 pub use netns::{is_root, sweep_stale};
 pub use path::{Node, Path, PathStats, QdiscStats, tbf_burst};
 pub use selftest::{LossRule, SelfTestError, SelfTestFailed, SelfTestOptions, SelfTestReport};

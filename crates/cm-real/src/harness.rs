@@ -194,7 +194,7 @@ impl Drop for Rig {
 }
 
 /// Bytes each transfer moved per second over `[from, to]` (seconds since
-/// `cm_ttcp::epoch`), from its progress samples (linear between samples).
+/// `cm_clock::epoch`), from its progress samples (linear between samples).
 pub fn rate_between(s: &Summary, from: f64, to: f64) -> f64 {
     if to <= from {
         return f64::NAN;

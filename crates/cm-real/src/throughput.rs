@@ -2,10 +2,10 @@
 //! transfer on an uncongested 100 Mbit/s path, TCP/CM vs Linux TCP:
 //! throughput, and CPU time per megabyte of the sending thread.
 //!
-//! The paper's TCP/CM was in the kernel; ours is the sans-IO TCP in user
-//! space over UDP, so its CPU cost includes a user/kernel crossing per
-//! datagram that kernel TCP does not pay (kernel TCP also sends 64 KB TSO
-//! super-segments). The throughput comparison is the claim; the CPU figure
+//! The paper's TCP/CM was in the kernel; here it is cm-transport's sans-IO
+//! TCP in user space over UDP, so its CPU cost includes a user/kernel
+//! crossing per datagram that kernel TCP does not pay (kernel TCP also sends
+//! 64 KB TSO super-segments). The throughput comparison is the claim; the CPU figure
 //! is reported, not judged.
 
 use std::fmt::Write as _;

@@ -10,7 +10,7 @@
 //! ## Where it sits
 //!
 //! ```text
-//! cm-core  <-  cm-transport, cm-sim  <-  cm-ipc, the daemon, libcm  <-  cm (CLI)
+//! cm-core  <-  cm-sim  <-  cm-experiments  <-  cm (CLI: `cm sim`, `cm experiment`)
 //! ```
 //!
 //! The simulator knows nothing of congestion control: it moves packets of

@@ -133,7 +133,6 @@ mod tcpcm;
 
 use libcm::Cm;
 
-pub use cm_clock::epoch;
 pub use error::{Result, TtcpError};
 pub use net::SOCKET_BUFFER;
 pub use receive::{Receiver, ReceiverHandle};

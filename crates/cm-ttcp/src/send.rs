@@ -32,7 +32,7 @@ pub fn send_observed(
     let mut v = match send_scheduled_observed(&[job], cm, observer) {
         Ok(v) => v,
         // One transfer: its error without the "transfer 0" wrapper.
-        Err(TtcpError::Transfer { source, .. }) => return Err(*source),
+        Err(TtcpError::Transfer { error, .. }) => return Err(*error),
         Err(e) => return Err(e),
     };
     v.pop()
@@ -89,7 +89,7 @@ pub fn send_scheduled_observed(
     for (index, j) in jobs.iter().enumerate() {
         j.spec.validate().map_err(|e| TtcpError::Transfer {
             index,
-            source: Box::new(e),
+            error: Box::new(e),
         })?;
     }
     let mut results: Vec<Option<Result<Summary>>> = (0..jobs.len()).map(|_| None).collect();
@@ -161,13 +161,13 @@ pub fn send_scheduled_observed(
             Some(Err(e)) => {
                 return Err(TtcpError::Transfer {
                     index,
-                    source: Box::new(e),
+                    error: Box::new(e),
                 });
             }
             None => {
                 return Err(TtcpError::Transfer {
                     index,
-                    source: Box::new(TtcpError::Invalid("no result".into())),
+                    error: Box::new(TtcpError::Invalid("no result".into())),
                 });
             }
         }

@@ -115,9 +115,9 @@ pub struct Summary {
     /// it ran. With several concurrent TCP/CM transfers on one loop, each
     /// reports the loop thread's CPU over its own lifetime (shared).
     pub cpu_s: f64,
-    /// Start, seconds since [`crate::epoch`].
+    /// Start, seconds since [`cm_clock::epoch`].
     pub start_s: f64,
-    /// End, seconds since [`crate::epoch`].
+    /// End, seconds since [`cm_clock::epoch`].
     pub end_s: f64,
     /// Start, seconds since the Unix epoch.
     pub start_unix_s: f64,

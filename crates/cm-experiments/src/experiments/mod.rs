@@ -34,12 +34,12 @@ pub enum ExperimentError {
     #[error("setup: {0}")]
     Setup(String),
     /// Writing outputs failed.
-    #[error("writing {path}: {source}")]
+    #[error("writing {path}: {error}")]
     Io {
         /// The file.
         path: String,
         /// Why.
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -169,17 +169,17 @@ impl Output {
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), ExperimentError> {
-    std::fs::write(path, text).map_err(|source| ExperimentError::Io {
+    std::fs::write(path, text).map_err(|error| ExperimentError::Io {
         path: path.display().to_string(),
-        source,
+        error,
     })
 }
 
 /// Writes `<dir>/<name>.{csv,svg,json}`.
 pub fn write(out: &Output, dir: &Path) -> Result<(), ExperimentError> {
-    std::fs::create_dir_all(dir).map_err(|source| ExperimentError::Io {
+    std::fs::create_dir_all(dir).map_err(|error| ExperimentError::Io {
         path: dir.display().to_string(),
-        source,
+        error,
     })?;
     write_file(&dir.join(format!("{}.csv", out.name)), &out.csv)?;
     write_file(&dir.join(format!("{}.svg", out.name)), &out.plot.to_svg())?;

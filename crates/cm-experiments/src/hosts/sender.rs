@@ -18,25 +18,45 @@ use super::record::ConnRecord;
 use super::web::{WebSource, WebSpec};
 use super::{Pkt, node_sockaddr};
 
-/// Why an application could not be added to a host.
+/// Why an application could not be added to a host. Each message ends with
+/// its underlying error; that error is not also
+/// [`std::error::Error::source`], so a chain printer shows it once.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     /// The CM refused.
     #[error("congestion manager: {0}")]
-    Cm(#[from] cm_core::Error),
+    Cm(cm_core::Error),
     /// The CM configuration is invalid.
     #[error("congestion manager config: {0}")]
-    CmConfig(#[from] cm_core::ConfigError),
+    CmConfig(cm_core::ConfigError),
     /// Bad TCP parameters.
     #[error("tcp: {0}")]
-    Tcp(#[from] cm_transport::TcpConfigError),
+    Tcp(cm_transport::TcpConfigError),
     /// Bad CBR parameters.
     #[error("cbr: {0}")]
-    Cbr(#[from] cm_transport::CbrError),
+    Cbr(cm_transport::CbrError),
     /// Bad audio parameters.
     #[error("audio: {0}")]
-    Audio(#[from] cm_transport::AudioConfigError),
+    Audio(cm_transport::AudioConfigError),
 }
+
+macro_rules! host_error_from {
+    ($($variant:ident($ty:ty)),* $(,)?) => {$(
+        impl From<$ty> for HostError {
+            fn from(e: $ty) -> Self {
+                HostError::$variant(e)
+            }
+        }
+    )*};
+}
+
+host_error_from!(
+    Cm(cm_core::Error),
+    CmConfig(cm_core::ConfigError),
+    Tcp(cm_transport::TcpConfigError),
+    Cbr(cm_transport::CbrError),
+    Audio(cm_transport::AudioConfigError),
+);
 
 /// A constant-bit-rate application (not congestion controlled).
 #[derive(Clone, Copy, Debug)]
