@@ -14,7 +14,6 @@
 
 use std::cell::RefCell;
 use std::net::{SocketAddr, UdpSocket};
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,7 +28,7 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use serde::Serialize;
 
 use crate::ccudp_acks::{Acks, is_transient, send_ack};
-use crate::stat_view::{connect, socket_path};
+use crate::stat_view::SocketArg;
 
 /// Options of `cm flow`.
 #[derive(Debug, clap::Args)]
@@ -37,10 +36,8 @@ pub struct FlowArgs {
     /// Destination, a loopback address and port (127.0.0.0/8 or ::1); the
     /// receiver is started there (port 0: any free port).
     pub dst: SocketAddr,
-    /// The daemon's control socket [default: $CM_SOCKET, else
-    /// $XDG_RUNTIME_DIR/cm.sock, else /run/cm.sock].
-    #[arg(long, short)]
-    pub socket: Option<PathBuf>,
+    #[command(flatten)]
+    pub socket: SocketArg,
     /// How long to send, in seconds.
     #[arg(long, default_value_t = 10.0)]
     pub secs: f64,
@@ -279,7 +276,7 @@ fn check(args: &FlowArgs) -> Result<()> {
 /// Run `cm flow`.
 pub fn run(args: &FlowArgs) -> Result<()> {
     check(args)?;
-    let mut cm = connect(args.socket.as_deref())?;
+    let mut cm = args.socket.connect()?;
     let receiver = Receiver::spawn(args.dst)?;
     let dst = receiver.addr;
     let result = send(&mut cm, args, dst);
@@ -314,7 +311,7 @@ fn send(cm: &mut Cm, args: &FlowArgs, dst: SocketAddr) -> Result<Summary> {
     eprintln!(
         "cm flow: pid {pid}, flow {} to {dst} (macroflow {macroflow}) at {}, for {} s",
         flow.to_u64(),
-        socket_path(args.socket.as_deref()).display(),
+        args.socket.path().display(),
         args.secs
     );
     let start = StdInstant::now();

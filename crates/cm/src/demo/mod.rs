@@ -97,7 +97,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     let queue_bytes = args
         .queue_packets
         .map_or(bdp.max(10 * 1500), |p| p.max(1) * 1500);
-    if !args.loopback && rustix::process::geteuid().is_root() {
+    if !args.loopback && cm_netem::is_root() {
         return run_emulated(args, rate, delay, queue_bytes);
     }
     eprintln!(
@@ -106,7 +106,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         args.rate_mbit,
         args.delay_ms,
         queue_bytes / 1000,
-        if rustix::process::geteuid().is_root() {
+        if cm_netem::is_root() {
             ""
         } else {
             "; run as root for a real emulated path in network namespaces"
