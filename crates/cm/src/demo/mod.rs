@@ -148,7 +148,8 @@ fn apps(args: &DemoArgs, a: SocketAddr, b: SocketAddr) -> Vec<App> {
     apps
 }
 
-/// A 1460-byte grant plus the demo's headers fits a 1500-byte packet.
+/// A grant is one whole CC-UDP datagram (its 16-byte header included); with
+/// 28 bytes of IP and UDP header it is a 1460-byte packet.
 fn demo_config() -> Config {
     Config {
         mtu: Bytes(1460 - 28),
