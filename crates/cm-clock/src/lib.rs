@@ -34,7 +34,7 @@ use std::time::{Duration as StdDuration, Instant as StdInstant, SystemTime, UNIX
 static EPOCH: OnceLock<StdInstant> = OnceLock::new();
 
 /// The process-wide epoch: [`cm_core::Instant::ZERO`] is this moment (the
-/// first time any function of this crate was called in the process).
+/// first time an instant was converted or [`epoch`] called in the process).
 pub fn epoch() -> StdInstant {
     *EPOCH.get_or_init(StdInstant::now)
 }
