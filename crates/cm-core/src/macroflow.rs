@@ -96,6 +96,9 @@ pub(crate) struct Macroflow {
     pub armed: Option<Instant>,
     pub loss: LossEstimator,
     pub created: Instant,
+    /// The bottleneck capacity estimate every flow of the macroflow shares
+    /// (iscc §VI-B), handed to the controller when it changes.
+    pub capacity: Option<Rate>,
 }
 
 impl Macroflow {
@@ -128,6 +131,7 @@ impl Macroflow {
             armed: None,
             loss: LossEstimator::default(),
             created: now,
+            capacity: None,
         }
     }
 

@@ -23,6 +23,15 @@ pub struct AckEvent {
     /// MTUs, so a flow of small packets is held back by its grants long
     /// before its bytes in flight fill the window.
     pub window_limited: bool,
+    /// Bytes the same report says were lost, when it carried a congestion
+    /// signal: the manager calls [`Controller::on_congestion`] right after
+    /// this hook. Rate-based controllers take one step per report (iscc
+    /// §II eq. 2: increase only when the interval's feedback `f = 0`), so
+    /// they must not increase on the received half of a report whose lost
+    /// half decreases.
+    ///
+    /// [`Controller::on_congestion`]: super::Controller::on_congestion
+    pub lost_in_report: Bytes,
 }
 
 /// Why the window must shrink.
@@ -101,7 +110,14 @@ impl AckEvent {
             in_flight_before,
             srtt,
             window_limited: false,
+            lost_in_report: Bytes::ZERO,
         }
+    }
+
+    /// The same event, with the bytes the same report says were lost.
+    pub fn with_lost_in_report(mut self, lost: Bytes) -> Self {
+        self.lost_in_report = lost;
+        self
     }
 
     /// The same event, with whether requests waited for window room.

@@ -48,6 +48,10 @@ pub trait Controller: fmt::Debug + Send {
     fn on_feedback_timeout(&mut self, ev: &AgingEvent);
     /// The macroflow restarts after being idle.
     fn on_idle_restart(&mut self, ev: &IdleEvent);
+    /// The macroflow's bottleneck capacity estimate changed (`None`: none
+    /// yet). Every flow of the macroflow shares it (iscc §VI-B asks for
+    /// consistent estimates); controllers that do not use it ignore it.
+    fn set_capacity(&mut self, _capacity: Option<Rate>) {}
 }
 
 /// Which controller a macroflow runs, with its parameters.
@@ -122,5 +126,8 @@ impl Controller for AnyController {
     }
     fn on_idle_restart(&mut self, ev: &IdleEvent) {
         dispatch!(self, c => c.on_idle_restart(ev))
+    }
+    fn set_capacity(&mut self, capacity: Option<Rate>) {
+        dispatch!(self, c => c.set_capacity(capacity))
     }
 }

@@ -65,18 +65,20 @@ impl CongestionManager {
         m.feedback_clock = now;
         m.aging = None;
         let srtt = m.rtt.srtt();
-        if acked > Bytes::ZERO {
-            m.controller.on_ack(
-                &AckEvent::new(now, acked, in_flight_before, srtt)
-                    .with_window_limited(std::mem::take(&mut m.window_blocked)),
-            );
-        }
         let kind = match fb.loss {
             LossMode::None | LossMode::NotCongestion => None,
             LossMode::Transient => Some(CongestionKind::Transient),
             LossMode::Ecn => Some(CongestionKind::Ecn),
             LossMode::Persistent => Some(CongestionKind::Persistent),
         };
+        if acked > Bytes::ZERO {
+            let lost_in_report = if kind.is_some() { lost } else { Bytes::ZERO };
+            m.controller.on_ack(
+                &AckEvent::new(now, acked, in_flight_before, srtt)
+                    .with_window_limited(std::mem::take(&mut m.window_blocked))
+                    .with_lost_in_report(lost_in_report),
+            );
+        }
         if let Some(kind) = kind {
             let ev = CongestionEvent::new(now, kind, lost, m.in_flight, srtt);
             m.controller.on_congestion(&ev);

@@ -9,6 +9,7 @@
 //! `send.rs` the request/grant/notify path, `feedback.rs` updates, aging and
 //! rate callbacks, `timers.rs` the timer heap, `info.rs` queries and stats.
 
+mod choice;
 mod feedback;
 mod info;
 mod send;
