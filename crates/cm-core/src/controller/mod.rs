@@ -8,16 +8,32 @@
 //! Layout: this module holds the trait, [`ControllerConfig`] (which
 //! controller a macroflow runs) and [`AnyController`] (static dispatch);
 //! each controller is one module beside it:
-//! - [`aimd`]: the papers' window-based AIMD (sigcomm1999 §4.1).
+//! - [`aimd`]: the papers' window-based AIMD (sigcomm1999 §4.1), which
+//!   also runs window-based binomial schemes;
+//! - [`binomial`]: the binomial family `(k, l)` with the AIMD, IIAD and SQRT
+//!   presets (iscc §II);
+//! - [`iscc`]: ISCC(l), binomial with constants from the bottleneck
+//!   capacity (iscc §V-D);
+//! - [`open_loop`]: the rate-based driver of binomial and ISCC schemes
+//!   (iscc §II eq. 2, NACK-based);
+//! - [`spec`]: the text form (`"iscc:l=2"`) used by configuration files,
+//!   the C API and the command line.
 //!
 //! A new controller adds its module, a variant to [`ControllerConfig`] and
 //! to [`AnyController`], and one line to `dispatch!`.
 
 pub mod aimd;
+pub mod binomial;
 pub mod event;
+pub mod iscc;
+pub mod open_loop;
+pub mod spec;
 
 pub use aimd::{Aimd, AimdConfig};
+pub use binomial::{BinomialConfig, Mode};
 pub use event::{AckEvent, AgingEvent, CongestionEvent, CongestionKind, IdleEvent, SentEvent};
+pub use iscc::IsccConfig;
+pub use open_loop::{Law, OpenLoop};
 
 use core::fmt;
 
@@ -60,6 +76,10 @@ pub trait Controller: fmt::Debug + Send {
 pub enum ControllerConfig {
     /// The papers' window-based AIMD with slow start (sigcomm1999 §4.1).
     Aimd(AimdConfig),
+    /// A binomial scheme (iscc §II), window- or rate-based.
+    Binomial(BinomialConfig),
+    /// ISCC(l) on the macroflow's capacity estimate (iscc §V-D).
+    Iscc(IsccConfig),
 }
 
 impl Default for ControllerConfig {
@@ -70,9 +90,29 @@ impl Default for ControllerConfig {
 
 impl ControllerConfig {
     /// Build a controller for a macroflow with the given MTU.
+    /// Parameters are not validated here; [`ControllerConfig::validate`]
+    /// says whether they are usable (the text form validates as it parses).
     pub fn build(&self, mtu: Bytes) -> AnyController {
         match self {
             ControllerConfig::Aimd(c) => AnyController::Aimd(Aimd::new(c.clone(), mtu)),
+            ControllerConfig::Binomial(c) if c.mode == Mode::Window => {
+                AnyController::Aimd(Aimd::binomial(AimdConfig::default(), c.clone(), mtu))
+            }
+            ControllerConfig::Binomial(c) => {
+                AnyController::OpenLoop(OpenLoop::new(Law::Binomial(c.clone()), mtu))
+            }
+            ControllerConfig::Iscc(c) => {
+                AnyController::OpenLoop(OpenLoop::new(Law::Iscc(c.clone()), mtu))
+            }
+        }
+    }
+
+    /// Why the parameters are unusable, if they are.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            ControllerConfig::Aimd(_) => Ok(()),
+            ControllerConfig::Binomial(c) => c.validate(),
+            ControllerConfig::Iscc(c) => c.validate(),
         }
     }
 }
@@ -81,14 +121,17 @@ impl ControllerConfig {
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum AnyController {
-    /// Window-based AIMD.
+    /// Window-based AIMD, and window-based binomial schemes.
     Aimd(Aimd),
+    /// Rate-based binomial and ISCC schemes.
+    OpenLoop(OpenLoop),
 }
 
 macro_rules! dispatch {
     ($self:ident, $c:ident => $e:expr) => {
         match $self {
             AnyController::Aimd($c) => $e,
+            AnyController::OpenLoop($c) => $e,
         }
     };
 }

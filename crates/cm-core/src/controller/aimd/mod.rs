@@ -1,6 +1,7 @@
 //! The papers' controller: window-based AIMD with slow start, byte counting
 //! and rate shaping (sigcomm1999 §4.1; cm-implementation-linux §2, §5).
 
+use crate::controller::binomial::BinomialConfig;
 use crate::controller::{
     AckEvent, AgingEvent, CongestionEvent, CongestionKind, Controller, IdleEvent, SentEvent,
 };
@@ -57,6 +58,10 @@ pub struct Aimd {
     aged_from: Option<Bytes>,
     /// The current growth round (one smoothed RTT), see [`Round`].
     round: Option<Round>,
+    /// A window-based binomial law replacing AIMD's congestion-avoidance
+    /// step and reduction (iscc eq. 1, eq. 3 in window notation); `None`
+    /// is the papers' AIMD in exact integer arithmetic.
+    law: Option<BinomialConfig>,
 }
 
 /// One smoothed RTT of window growth. Byte counting grows the window by the
@@ -118,6 +123,53 @@ impl Aimd {
             episode: None,
             aged_from: None,
             round: None,
+            law: None,
+        }
+    }
+
+    /// A window-based binomial controller (iscc eq. 1): this AIMD's slow
+    /// start, byte counting, recovery episodes and aging, with the
+    /// congestion-avoidance step `α w^-k` MTUs per window of data and the
+    /// reduction `β w^l` MTUs (`w` in MTUs, iscc eq. 3).
+    pub fn binomial(cfg: AimdConfig, law: BinomialConfig, mtu: Bytes) -> Self {
+        let mut a = Self::new(cfg, mtu);
+        a.law = Some(law);
+        a
+    }
+
+    /// The window in MTUs, for the binomial law.
+    fn w_mtus(&self, w: Bytes) -> f64 {
+        w.0 as f64 / self.mtu.0 as f64
+    }
+
+    /// The window after a reduction from `w`: half of it (sigcomm1999
+    /// §4.1), or `w - β w^l` MTUs under a binomial law; at least 2 MTU
+    /// (RFC 5681 §3.1 eq. (4)).
+    fn reduced(&self, w: Bytes) -> Bytes {
+        let target = match &self.law {
+            None => w.0 / 2,
+            Some(l) => {
+                let wm = self.w_mtus(w);
+                let after = (wm - l.decrease(wm, 1.0)) * self.mtu.0 as f64;
+                if after.is_finite() {
+                    after.max(0.0) as u64
+                } else {
+                    0
+                }
+            }
+        };
+        Bytes(target.max(2 * self.mtu.0))
+    }
+
+    /// The congestion-avoidance step: one MTU, or `α w^-k` MTUs (at least
+    /// one byte) under a binomial law.
+    fn ca_step(&self) -> Bytes {
+        match &self.law {
+            None => self.mtu,
+            Some(l) => {
+                let step = l.increase(self.w_mtus(self.cwnd), 1.0) * self.mtu.0 as f64;
+                Bytes((step.min(self.cfg.max_window.0 as f64) as u64).max(1))
+            }
         }
     }
 
@@ -174,14 +226,14 @@ impl Aimd {
     fn halve(&mut self) {
         // sigcomm1999 §4.1: "Upon a loss, the congestion window is halved";
         // RFC 5681 §3.1 eq. (4) floors ssthresh at 2 MSS.
-        self.ssthresh = Bytes((self.cwnd.0 / 2).max(2 * self.mtu.0));
+        self.ssthresh = self.reduced(self.cwnd);
         self.bytes_acked = Bytes::ZERO;
     }
 }
 
 impl Controller for Aimd {
     fn name(&self) -> &'static str {
-        "aimd"
+        self.law.as_ref().map_or("aimd", |l| l.name())
     }
 
     fn window(&self) -> Bytes {
@@ -296,7 +348,7 @@ impl Controller for Aimd {
         // aggressive than one TCP (sigcomm1999 §4.1).
         if self.bytes_acked >= self.cwnd && !round.increased {
             self.bytes_acked = self.bytes_acked - self.cwnd;
-            let w = self.cwnd + self.mtu;
+            let w = self.cwnd + self.ca_step();
             self.set_cwnd(w);
             if let Some(r) = self.round.as_mut() {
                 r.increased = r.len > Duration::ZERO;
@@ -337,7 +389,7 @@ impl Controller for Aimd {
                     // comes from the FlightSize at the RTO, RFC 5681 §3.1
                     // eq. (4), not from a window shrunk while waiting).
                     let base = self.aged_from.map_or(self.cwnd, |a| a.max(self.cwnd));
-                    self.ssthresh = Bytes((base.0 / 2).max(2 * self.mtu.0));
+                    self.ssthresh = self.reduced(base);
                 }
                 // Else the loss belongs to a reduction still in progress: a
                 // timeout ending a failed fast recovery, or a repeated timeout
