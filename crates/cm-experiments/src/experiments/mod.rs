@@ -15,6 +15,7 @@ use crate::scenario::{Bottleneck, Scenario, ScenarioError};
 
 pub mod aging;
 pub mod layered_audio;
+pub mod scalability_ideal;
 pub mod scheduler;
 pub mod seq_trace;
 pub mod sharing;
@@ -129,6 +130,11 @@ pub const EXPERIMENTS: &[(&str, &str, RunFn)] = &[
         "layered-audio",
         "sigcomm1999 Fig 15 §5.2: layered audio + TCP/CM on the CM vs one NewReno",
         layered_audio::run,
+    ),
+    (
+        "scalability-ideal",
+        "iscc Fig 3 §V-B: packet-loss scalability s_n of AIMD, IIAD, ISCC, ideal feedback, T1",
+        scalability_ideal::run,
     ),
 ];
 
