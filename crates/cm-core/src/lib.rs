@@ -76,6 +76,7 @@
 //!
 #![warn(missing_docs)]
 
+pub mod bandwidth;
 pub mod config;
 pub mod controller;
 mod error;
@@ -92,6 +93,7 @@ mod slab;
 pub mod time;
 pub mod units;
 
+pub use bandwidth::{BunchSampler, BurstSchedule, CapacityFilter};
 pub use config::{Aging, Config};
 pub use error::{ConfigError, Error};
 pub use event::Event;

@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 
+use crate::bandwidth::CapacityFilter;
 use crate::controller::{AnyController, Controller};
 use crate::flow::MacroflowKey;
 use crate::id::FlowId;
@@ -99,6 +100,9 @@ pub(crate) struct Macroflow {
     /// The bottleneck capacity estimate every flow of the macroflow shares
     /// (iscc §VI-B), handed to the controller when it changes.
     pub capacity: Option<Rate>,
+    /// The packet-bunch samples of all its flows, filtered into a capacity
+    /// estimate (iscc §VI-B; `CongestionManager::capacity_sample`).
+    pub filter: CapacityFilter,
 }
 
 impl Macroflow {
@@ -132,6 +136,7 @@ impl Macroflow {
             loss: LossEstimator::default(),
             created: now,
             capacity: None,
+            filter: CapacityFilter::default(),
         }
     }
 

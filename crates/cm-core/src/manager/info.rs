@@ -47,6 +47,9 @@ pub struct MacroflowInfo {
     pub mtu: Bytes,
     /// Whether the controller is in slow start.
     pub slow_start: bool,
+    /// The bottleneck capacity estimate the controller is told (iscc §VI-B),
+    /// from packet-bunch samples or set explicitly; `None`: none yet.
+    pub capacity: Option<Rate>,
     /// Exponential-aging halvings taken since feedback stopped (0: closed loop).
     pub aging_steps: u32,
     /// Its flows.
@@ -120,6 +123,7 @@ impl CongestionManager {
             shaping_rate: m.shaping_rate(),
             mtu: m.mtu,
             slow_start: m.controller.in_slow_start(),
+            capacity: m.capacity,
             aging_steps: m.aging.map_or(0, |a| a.steps),
             flows: m.flows.clone(),
             created: m.created,

@@ -7,8 +7,11 @@
 //!
 //! This file holds lifecycle (clients, open, close, macroflow membership);
 //! `send.rs` the request/grant/notify path, `feedback.rs` updates, aging and
-//! rate callbacks, `timers.rs` the timer heap, `info.rs` queries and stats.
+//! rate callbacks, `timers.rs` the timer heap, `info.rs` queries and stats,
+//! `choice.rs` the controller and capacity a macroflow runs on, `capacity.rs`
+//! packet-bunch capacity samples.
 
+mod capacity;
 mod choice;
 mod feedback;
 mod info;
