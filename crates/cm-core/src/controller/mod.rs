@@ -9,15 +9,19 @@
 //! controller a macroflow runs) and [`AnyController`] (static dispatch);
 //! each controller is one module beside it:
 //! - [`aimd`]: the papers' window-based AIMD (sigcomm1999 §4.1).
+//! - [`tfrc`]: TCP-Friendly Rate Control, rate-based, with the loss event
+//!   rate computed at the sender (RFC 5348).
 //!
 //! A new controller adds its module, a variant to [`ControllerConfig`] and
 //! to [`AnyController`], and one line to `dispatch!`.
 
 pub mod aimd;
 pub mod event;
+pub mod tfrc;
 
 pub use aimd::{Aimd, AimdConfig};
 pub use event::{AckEvent, AgingEvent, CongestionEvent, CongestionKind, IdleEvent, SentEvent};
+pub use tfrc::{Tfrc, TfrcConfig};
 
 use core::fmt;
 
@@ -60,6 +64,8 @@ pub trait Controller: fmt::Debug + Send {
 pub enum ControllerConfig {
     /// The papers' window-based AIMD with slow start (sigcomm1999 §4.1).
     Aimd(AimdConfig),
+    /// TCP-Friendly Rate Control, rate-based (RFC 5348).
+    Tfrc(TfrcConfig),
 }
 
 impl Default for ControllerConfig {
@@ -73,6 +79,7 @@ impl ControllerConfig {
     pub fn build(&self, mtu: Bytes) -> AnyController {
         match self {
             ControllerConfig::Aimd(c) => AnyController::Aimd(Aimd::new(c.clone(), mtu)),
+            ControllerConfig::Tfrc(c) => AnyController::Tfrc(Tfrc::new(c.clone(), mtu)),
         }
     }
 }
@@ -83,12 +90,15 @@ impl ControllerConfig {
 pub enum AnyController {
     /// Window-based AIMD.
     Aimd(Aimd),
+    /// Rate-based TFRC.
+    Tfrc(Tfrc),
 }
 
 macro_rules! dispatch {
     ($self:ident, $c:ident => $e:expr) => {
         match $self {
             AnyController::Aimd($c) => $e,
+            AnyController::Tfrc($c) => $e,
         }
     };
 }
