@@ -18,6 +18,8 @@
 //!   (iscc §II eq. 2, NACK-based);
 //! - [`spec`]: the text form (`"iscc:l=2"`) used by configuration files,
 //!   the C API and the command line.
+//! - [`tfrc`]: TCP-Friendly Rate Control, rate-based, with the loss event
+//!   rate computed at the sender (RFC 5348).
 //!
 //! A new controller adds its module, a variant to [`ControllerConfig`] and
 //! to [`AnyController`], and one line to `dispatch!`.
@@ -28,12 +30,14 @@ pub mod event;
 pub mod iscc;
 pub mod open_loop;
 pub mod spec;
+pub mod tfrc;
 
 pub use aimd::{Aimd, AimdConfig};
 pub use binomial::{BinomialConfig, Mode};
 pub use event::{AckEvent, AgingEvent, CongestionEvent, CongestionKind, IdleEvent, SentEvent};
 pub use iscc::IsccConfig;
 pub use open_loop::{Law, OpenLoop};
+pub use tfrc::{Tfrc, TfrcConfig};
 
 use core::fmt;
 
@@ -80,6 +84,8 @@ pub enum ControllerConfig {
     Binomial(BinomialConfig),
     /// ISCC(l) on the macroflow's capacity estimate (iscc §V-D).
     Iscc(IsccConfig),
+    /// TCP-Friendly Rate Control, rate-based (RFC 5348).
+    Tfrc(TfrcConfig),
 }
 
 impl Default for ControllerConfig {
@@ -104,6 +110,7 @@ impl ControllerConfig {
             ControllerConfig::Iscc(c) => {
                 AnyController::OpenLoop(OpenLoop::new(Law::Iscc(c.clone()), mtu))
             }
+            ControllerConfig::Tfrc(c) => AnyController::Tfrc(Tfrc::new(c.clone(), mtu)),
         }
     }
 
@@ -113,6 +120,7 @@ impl ControllerConfig {
             ControllerConfig::Aimd(_) => Ok(()),
             ControllerConfig::Binomial(c) => c.validate(),
             ControllerConfig::Iscc(c) => c.validate(),
+            ControllerConfig::Tfrc(c) => c.validate(),
         }
     }
 }
@@ -125,6 +133,8 @@ pub enum AnyController {
     Aimd(Aimd),
     /// Rate-based binomial and ISCC schemes.
     OpenLoop(OpenLoop),
+    /// Rate-based TFRC.
+    Tfrc(Tfrc),
 }
 
 macro_rules! dispatch {
@@ -132,6 +142,7 @@ macro_rules! dispatch {
         match $self {
             AnyController::Aimd($c) => $e,
             AnyController::OpenLoop($c) => $e,
+            AnyController::Tfrc($c) => $e,
         }
     };
 }

@@ -8,6 +8,7 @@
 //! binomial:k=1,l=0          any binomial scheme (iscc §II eq. 3)
 //! iiad, sqrt, aimd:...      the presets; with keys, aimd is the binomial preset
 //! iscc[:l=2,m_d=2,m_i=20]   ISCC(l) (iscc §V-D)
+//! tfrc[:s=180]              TFRC (RFC 5348)
 //!
 //! keys of binomial, iiad, sqrt, aimd:
 //!   k, l, alpha, beta       the powers and window-notation constants
@@ -18,6 +19,8 @@
 //!   slow_start=true|false
 //! keys of iscc: l, m_d, m_i, capacity (bit/s, until an estimate arrives),
 //!   interval, min_rate, initial_rate, slow_start
+//! keys of tfrc: s (the equation's packet size in bytes, iscc §VI-C's
+//!   "TFRC MTU"), t_mbi (seconds, default 64), history (loss intervals, 8)
 //! ```
 //!
 //! ```
@@ -30,8 +33,9 @@
 use core::fmt;
 use core::str::FromStr;
 
-use crate::controller::{BinomialConfig, ControllerConfig, IsccConfig, Mode};
+use crate::controller::{BinomialConfig, ControllerConfig, IsccConfig, Mode, TfrcConfig};
 use crate::time::Duration;
+use crate::units::Bytes;
 use crate::units::Rate;
 
 /// Why a controller spec does not parse.
@@ -45,7 +49,7 @@ pub struct SpecError {
 }
 
 /// The controller names the text form knows.
-pub const NAMES: &[&str] = &["aimd", "binomial", "iiad", "sqrt", "iscc"];
+pub const NAMES: &[&str] = &["aimd", "binomial", "iiad", "sqrt", "iscc", "tfrc"];
 
 fn num(key: &str, v: &str) -> Result<f64, String> {
     v.trim()
@@ -138,6 +142,28 @@ fn iscc_key(c: &mut IsccConfig, k: &str, v: &str) -> Result<(), String> {
     Ok(())
 }
 
+fn tfrc_key(c: &mut TfrcConfig, k: &str, v: &str) -> Result<(), String> {
+    match k {
+        "s" => {
+            let b = num(k, v)?;
+            if !(1.0..=65_535.0).contains(&b) {
+                return Err(format!("s={v:?} must be 1..=65535 bytes"));
+            }
+            c.equation_packet_size = Some(Bytes(b as u64));
+        }
+        "t_mbi" => c.t_mbi = duration(k, &format!("{v}s"))?,
+        "history" => {
+            let n = num(k, v)?;
+            if !(1.0..=1024.0).contains(&n) {
+                return Err(format!("history={v:?} must be 1..=1024"));
+            }
+            c.history_len = n as usize;
+        }
+        _ => return Err(format!("unknown key {k:?} for tfrc")),
+    }
+    Ok(())
+}
+
 fn parse(spec: &str) -> Result<ControllerConfig, String> {
     let spec = spec.trim();
     let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
@@ -178,6 +204,13 @@ fn parse(spec: &str) -> Result<ControllerConfig, String> {
                 c.m_d = c.m_d.max(c.l);
             }
             ControllerConfig::Iscc(c)
+        }
+        "tfrc" => {
+            let mut c = TfrcConfig::default();
+            for (k, v) in pairs {
+                tfrc_key(&mut c, k.trim(), v)?;
+            }
+            ControllerConfig::Tfrc(c)
         }
         other => {
             return Err(format!(
@@ -249,6 +282,18 @@ impl fmt::Display for ControllerConfig {
                     keys.push("slow_start=false".into());
                 }
                 "iscc"
+            }
+            ControllerConfig::Tfrc(c) => {
+                if let Some(b) = c.equation_packet_size {
+                    keys.push(format!("s={}", b.get()));
+                }
+                if c.t_mbi != TfrcConfig::default().t_mbi {
+                    keys.push(format!("t_mbi={}", c.t_mbi.as_secs_f64()));
+                }
+                if c.history_len != TfrcConfig::default().history_len {
+                    keys.push(format!("history={}", c.history_len));
+                }
+                "tfrc"
             }
         };
         if keys.is_empty() {

@@ -377,6 +377,12 @@ fn specs_parse_and_explain_their_errors() {
     };
     assert_eq!(b.mtu_per_rtt, Some(Rate::from_bits_per_sec(5000)));
     assert_eq!(b.interval, Some(Duration::from_millis(100)));
+    let ControllerConfig::Tfrc(f) = ok("tfrc:s=180") else {
+        panic!("tfrc")
+    };
+    assert_eq!(f.equation_packet_size, Some(Bytes(180)));
+    assert_eq!(ok("tfrc:s=180").to_string(), "tfrc:s=180");
+    assert!("tfrc:s=0".parse::<ControllerConfig>().is_err());
     let ControllerConfig::Iscc(i) = ok("iscc:l=3,capacity=1.544M") else {
         panic!()
     };
