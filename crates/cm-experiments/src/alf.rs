@@ -17,11 +17,21 @@
 //! reports an ALF sender is in open loop, which the CM's own aging handles
 //! (sigcomm1999 §4.4); calling that silence persistent congestion would
 //! take the experiment away.
+//!
+//! An app may send in packet bunches (iscc §VI-B): it asks for a whole
+//! burst of grants at once after pausing one burst interval, so the CM's
+//! shaper releases them back to back; the receiver's
+//! [`cm_core::BunchSampler`] takes one bottleneck-capacity sample per burst
+//! and returns the samples with its next report, and the sender hands them
+//! to `CongestionManager::capacity_sample`, which keeps one estimate per
+//! macroflow for controllers that use it (ISCC).
 
 use std::any::Any;
 
+use cm_core::bandwidth::BurstTag;
 use cm_core::{
-    Bytes, ClientId, Config, CongestionManager, Duration, Event, FlowId, Instant, OpenParams,
+    BunchSampler, BurstSchedule, Bytes, ClientId, Config, CongestionManager, Duration, Event,
+    FlowId, Instant, OpenParams, Rate,
 };
 use cm_sim::{Ctx, FlowTag, Host, NodeId, Packet, Payload};
 use cm_transport::ccudp::feedback::Accounting;
@@ -61,6 +71,8 @@ pub enum AlfPacket {
         header: DataHeader,
         /// Bytes of the datagram (as granted and notified).
         len: u32,
+        /// Its place in a packet bunch, if the app sends bunches.
+        burst: Option<BurstTag>,
     },
     /// The receiver's CC-UDP ack for app `app`.
     Report {
@@ -68,6 +80,8 @@ pub enum AlfPacket {
         app: u32,
         /// The ack.
         ack: Ack,
+        /// Capacity samples taken since the last report (iscc §VI-B).
+        samples: Vec<Rate>,
     },
     /// Cross traffic (not CM-controlled).
     Cross {
@@ -106,6 +120,14 @@ pub struct AlfApp {
     pub sent_bytes: u64,
     /// Bytes reported lost.
     pub lost_bytes: u64,
+    /// Packet bunches, if the app sends them.
+    bursts: Option<BurstSchedule>,
+    /// When the next bunch may be requested.
+    next_burst: Option<Instant>,
+    /// When its macroflow was first seen out of slow start.
+    pub slow_start_end: Option<Instant>,
+    /// Whether the sender runs CC-UDP's retransmission timeout.
+    timeouts: bool,
 }
 
 impl AlfApp {
@@ -121,7 +143,28 @@ impl AlfApp {
             progress: Vec::new(),
             sent_bytes: 0,
             lost_bytes: 0,
+            bursts: None,
+            next_burst: None,
+            slow_start_end: None,
+            timeouts: false,
         }
+    }
+
+    /// The same app, running CC-UDP's retransmission timeout: when no
+    /// report resolves anything for an RTO while datagrams are out, they
+    /// are reported lost as persistent congestion (RFC 6298; `CM_NO_FEEDBACK`).
+    /// A streaming sender needs it: a receiver that got nothing sends no
+    /// report, and without the timeout a flow whose whole window was lost
+    /// would wait for feedback forever.
+    pub fn with_timeouts(mut self) -> Self {
+        self.timeouts = true;
+        self
+    }
+
+    /// The same app, sending bunches of `len` packets (at least 3).
+    pub fn with_bursts(mut self, len: u8) -> Result<Self, cm_core::ConfigError> {
+        self.bursts = Some(BurstSchedule::new(len)?);
+        Ok(self)
     }
 
     /// The sender's CC-UDP accounting (counters of acked and lost datagrams).
@@ -184,9 +227,26 @@ impl AlfSender {
                 continue;
             };
             let _ = self.cm.set_weight(now, flow, app.weight);
-            // Keep a few MTUs requested so the app is always backlogged.
-            let _ = self.cm.request_mtus(now, flow, 4);
+            if app.bursts.is_some() {
+                app.next_burst = Some(now);
+            } else {
+                // Keep a few MTUs requested so the app is always backlogged.
+                let _ = self.cm.request_mtus(now, flow, 4);
+            }
             app.flow = Some(flow);
+        }
+    }
+
+    /// Bunch senders whose pause is over ask for a whole burst at once.
+    fn request_bursts(&mut self, now: Instant) {
+        for app in &mut self.apps {
+            let (Some(flow), Some(b)) = (app.flow, app.bursts.as_ref()) else {
+                continue;
+            };
+            if app.next_burst.is_some_and(|t| t <= now) {
+                app.next_burst = None;
+                let _ = self.cm.request_mtus(now, flow, u32::from(b.remaining()));
+            }
         }
     }
 
@@ -199,29 +259,53 @@ impl AlfSender {
             let Some(i) = self.apps.iter().position(|a| a.flow == Some(flow)) else {
                 continue;
             };
-            let app = &mut self.apps[i];
-            let len = u32::try_from(bytes.get()).unwrap_or(u32::MAX);
-            let header = DataHeader {
-                session: i as u16,
-                seq: app.acct.next_seq(),
-                ts: wire::timestamp(now),
-            };
-            let data = AlfPacket::Data {
-                app: i as u32,
-                header,
-                len,
-            };
-            let sent = if ctx.send(app.dst, app.tag, data).is_ok() {
-                app.acct.on_queued(len as usize);
-                app.acct.on_departed(now);
-                app.sent_bytes += bytes.get();
-                bytes
-            } else {
-                Bytes::ZERO
-            };
-            let _ = self.cm.notify(now, flow, sent);
-            // Ask again for what was granted: always backlogged.
             let mtu = self.cm.mtu(flow).map_or(1, |m| m.get().max(1));
+            let app = &mut self.apps[i];
+            // One datagram per grant; a bunch sender sends one per MTU of
+            // it, so each packet of the bunch carries its tag.
+            let mut left = bytes.get();
+            let mut sent = Bytes::ZERO;
+            while left > 0 {
+                let chunk = if app.bursts.is_some() {
+                    left.min(mtu)
+                } else {
+                    left
+                };
+                left -= chunk;
+                let len = u32::try_from(chunk).unwrap_or(u32::MAX);
+                let header = DataHeader {
+                    session: i as u16,
+                    seq: app.acct.next_seq(),
+                    ts: wire::timestamp(now),
+                };
+                let burst = app.bursts.as_mut().map(BurstSchedule::next_packet);
+                let data = AlfPacket::Data {
+                    app: i as u32,
+                    header,
+                    len,
+                    burst,
+                };
+                if ctx.send(app.dst, app.tag, data).is_ok() {
+                    app.acct.on_queued(len as usize);
+                    app.acct.on_departed(now);
+                    app.sent_bytes += chunk;
+                    sent += Bytes(chunk);
+                }
+            }
+            let _ = self.cm.notify(now, flow, sent);
+            if let Some(b) = self.apps[i].bursts.as_ref() {
+                // A bunch is complete: pause one burst interval at the
+                // current rate (iscc §VI-B), then ask for the next.
+                if b.starts_burst() {
+                    let rate = self.cm.query(flow).ok().and_then(|q| q.rate);
+                    let gap = rate
+                        .and_then(|r| b.burst_interval(r, Bytes(mtu)))
+                        .unwrap_or(Duration::from_millis(100));
+                    self.apps[i].next_burst = Some(now + gap);
+                }
+                continue;
+            }
+            // Ask again for what was granted: always backlogged.
             let k = u32::try_from(bytes.get() / mtu).unwrap_or(1).max(1);
             let _ = self.cm.request_mtus(now, flow, k);
         }
@@ -231,17 +315,30 @@ impl AlfSender {
     /// An ack: CC-UDP's accounting says what it resolved (sigcomm1999
     /// §4.2.2: nsent vs nrecd between reports), and that goes to
     /// `cm_update`.
-    fn on_report(&mut self, now: Instant, app: u32, ack: &Ack) {
+    fn on_report(&mut self, now: Instant, app: u32, ack: &Ack, samples: &[Rate]) {
         let Some(a) = self.apps.get_mut(app as usize) else {
             return;
         };
         let Some(flow) = a.flow else { return };
         a.progress.push((now, ack.recv_bytes));
+        for &s in samples {
+            let _ = self.cm.capacity_sample(now, flow, s);
+        }
         let Some(fb) = a.acct.on_ack(now, ack) else {
             return;
         };
         a.lost_bytes += fb.nsent.get() - fb.nrecd.get();
         let _ = self.cm.update(now, flow, fb);
+        if a.slow_start_end.is_none() {
+            let out = self
+                .cm
+                .macroflow_of(flow)
+                .and_then(|m| self.cm.macroflow_info(m))
+                .is_ok_and(|m| !m.slow_start);
+            if out {
+                a.slow_start_end = Some(now);
+            }
+        }
         if app == 0 {
             let info = self
                 .cm
@@ -262,14 +359,22 @@ impl Host<AlfPacket> for AlfSender {
     }
 
     fn on_packet(&mut self, now: Instant, pkt: Packet<AlfPacket>, ctx: &mut Ctx<'_, AlfPacket>) {
-        if let AlfPacket::Report { app, ack } = pkt.payload {
-            self.on_report(now, app, &ack);
+        if let AlfPacket::Report { app, ack, samples } = pkt.payload {
+            self.on_report(now, app, &ack, &samples);
         }
         self.serve(now, ctx);
     }
 
     fn on_timer(&mut self, now: Instant, ctx: &mut Ctx<'_, AlfPacket>) {
         self.start_due(now);
+        for a in self.apps.iter_mut().filter(|a| a.timeouts) {
+            let Some(flow) = a.flow else { continue };
+            if let Some(fb) = a.acct.handle_timeout(now) {
+                a.lost_bytes += fb.nsent.get() - fb.nrecd.get();
+                let _ = self.cm.update(now, flow, fb);
+            }
+        }
+        self.request_bursts(now);
         self.cm.handle_timeout(now);
         self.serve(now, ctx);
     }
@@ -280,6 +385,13 @@ impl Host<AlfPacket> for AlfSender {
             .iter()
             .filter(|a| a.flow.is_none())
             .map(|a| a.start)
+            .chain(self.apps.iter().filter_map(|a| a.next_burst))
+            .chain(
+                self.apps
+                    .iter()
+                    .filter(|a| a.timeouts && a.flow.is_some())
+                    .filter_map(|a| a.acct.poll_timeout()),
+            )
             .min();
         match (self.wake, start) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -302,11 +414,15 @@ pub enum Reporting {
     Every(Duration),
 }
 
-/// One app's receive side: CC-UDP's ack state and where acks go.
+/// One app's receive side: CC-UDP's ack state, the bunch sampler, and
+/// where acks go.
 #[derive(Debug)]
 struct RxApp {
     acks: AckState,
     sender: Option<(NodeId, FlowTag)>,
+    sampler: BunchSampler,
+    /// Samples not yet reported.
+    pending: Vec<Rate>,
 }
 
 /// The receiving host of ALF apps.
@@ -314,6 +430,8 @@ struct RxApp {
 pub struct AlfReceiver {
     policy: AckPolicy,
     apps: Vec<RxApp>,
+    /// Every capacity sample taken: (when, app, sample).
+    pub samples: Vec<(Instant, u32, Rate)>,
 }
 
 impl AlfReceiver {
@@ -325,6 +443,7 @@ impl AlfReceiver {
                 Reporting::Every(d) => AckPolicy::Period(d),
             },
             apps: Vec::new(),
+            samples: Vec::new(),
         }
     }
 
@@ -340,13 +459,26 @@ impl AlfReceiver {
         // give the true path RTT and both half-lives age alike in the
         // quick sweep (302 vs 302 lost).
         ack.echo_delay_us = 0;
-        let _ = ctx.send(to, tag, AlfPacket::Report { app: i as u32, ack });
+        let samples = std::mem::take(&mut self.apps[i].pending);
+        let report = AlfPacket::Report {
+            app: i as u32,
+            ack,
+            samples,
+        };
+        let _ = ctx.send(to, tag, report);
     }
 }
 
 impl Host<AlfPacket> for AlfReceiver {
     fn on_packet(&mut self, now: Instant, pkt: Packet<AlfPacket>, ctx: &mut Ctx<'_, AlfPacket>) {
-        let AlfPacket::Data { app, header, len } = pkt.payload else {
+        let wire = pkt.payload.wire_len();
+        let AlfPacket::Data {
+            app,
+            header,
+            len,
+            burst,
+        } = pkt.payload
+        else {
             return;
         };
         let i = app as usize;
@@ -354,9 +486,20 @@ impl Host<AlfPacket> for AlfReceiver {
             self.apps.push(RxApp {
                 acks: AckState::new(self.policy),
                 sender: None,
+                sampler: BunchSampler::new(),
+                pending: Vec::new(),
             });
         }
         let a = &mut self.apps[i];
+        if let Some(b) = burst {
+            let sample = a
+                .sampler
+                .on_packet(now, b.burst, b.index, b.len, Bytes(u64::from(wire)));
+            if let Some(s) = sample {
+                a.pending.push(s);
+                self.samples.push((now, app, s));
+            }
+        }
         a.sender = Some((pkt.src, pkt.flow));
         a.acks.on_data(&header, len as usize, now);
         if a.acks.ack_due() {

@@ -16,6 +16,7 @@ use crate::scenario::{Bottleneck, Scenario, ScenarioError};
 pub mod aging;
 pub mod layered_audio;
 pub mod scalability_ideal;
+pub mod scalability_t1;
 pub mod scheduler;
 pub mod seq_trace;
 pub mod sharing;
@@ -135,6 +136,11 @@ pub const EXPERIMENTS: &[(&str, &str, RunFn)] = &[
         "scalability-ideal",
         "iscc Fig 3 §V-B: packet-loss scalability s_n of AIMD, IIAD, ISCC, ideal feedback, T1",
         scalability_ideal::run,
+    ),
+    (
+        "scalability-t1",
+        "iscc Fig 6 §VI-C: loss of 2-50 NACK-based AIMD, IIAD, TFRC, ISCC(2) flows on a T1",
+        scalability_t1::run,
     ),
 ];
 

@@ -167,7 +167,11 @@ fn predicted_s(scheme: Scheme, n: usize) -> Option<f64> {
 /// "equivalent to n^1.91"), and the least-squares slope of `ln s` on `ln n`.
 fn exponents(points: &[(usize, f64)]) -> (f64, f64) {
     let last = points.last().map_or(0.0, |&(n, s)| {
-        if n > 1 && s > 0.0 { s.ln() / (n as f64).ln() } else { 0.0 }
+        if n > 1 && s > 0.0 {
+            s.ln() / (n as f64).ln()
+        } else {
+            0.0
+        }
     });
     let xy: Vec<(f64, f64)> = points
         .iter()
@@ -263,22 +267,70 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
             style: Style::Line,
         });
     }
-    let get = |s: Scheme| fits.iter().find(|f| f.0 == s).copied().unwrap_or((s, 0.0, 0.0));
-    let within = |ours: f64, paper: f64, f: f64| ours > 0.0 && ours / paper <= f && paper / ours <= f;
+    let get = |s: Scheme| {
+        fits.iter()
+            .find(|f| f.0 == s)
+            .copied()
+            .unwrap_or((s, 0.0, 0.0))
+    };
+    let within =
+        |ours: f64, paper: f64, f: f64| ours > 0.0 && ours / paper <= f && paper / ours <= f;
     let (_, a1, e1) = get(Scheme::Aimd1);
     let (_, _, e2) = get(Scheme::Aimd2);
     let (_, ii, e3) = get(Scheme::Iiad);
     let (_, is, _) = get(Scheme::Iscc);
     let mut checks = vec![
-        check("AIMD1 exponent", e1, "n^1.91", "within 0.3", (e1 - 1.91).abs() <= 0.3),
-        check("AIMD2 exponent", e2, "n^1.27", "within 0.3", (e2 - 1.27).abs() <= 0.3),
-        check("IIAD exponent", e3, "n^2.67", "within 0.3", (e3 - 2.67).abs() <= 0.3),
-        check("IIAD exponent vs eq. 32", e3, "n^3 (l+2k+1)", "within 0.3", (e3 - 3.0).abs() <= 0.3),
-        check("ISCC(2) s_max", is, "flat (ideal scalability, §V-C)", "< 3", is > 0.0 && is < 3.0),
+        check(
+            "AIMD1 exponent",
+            e1,
+            "n^1.91",
+            "within 0.3",
+            (e1 - 1.91).abs() <= 0.3,
+        ),
+        check(
+            "AIMD2 exponent",
+            e2,
+            "n^1.27",
+            "within 0.3",
+            (e2 - 1.27).abs() <= 0.3,
+        ),
+        check(
+            "IIAD exponent",
+            e3,
+            "n^2.67",
+            "within 0.3",
+            (e3 - 2.67).abs() <= 0.3,
+        ),
+        check(
+            "IIAD exponent vs eq. 32",
+            e3,
+            "n^3 (l+2k+1)",
+            "within 0.3",
+            (e3 - 3.0).abs() <= 0.3,
+        ),
+        check(
+            "ISCC(2) s_max",
+            is,
+            "flat (ideal scalability, §V-C)",
+            "< 3",
+            is > 0.0 && is < 3.0,
+        ),
     ];
     if !opts.quick {
-        checks.push(check("AIMD1 s_100", a1, "6,755", "within 3x", within(a1, 6755.0, 3.0)));
-        checks.push(check("IIAD s_100", ii, "219,889", "within 3x", within(ii, 219_889.0, 3.0)));
+        checks.push(check(
+            "AIMD1 s_100",
+            a1,
+            "6,755",
+            "within 3x",
+            within(a1, 6755.0, 3.0),
+        ));
+        checks.push(check(
+            "IIAD s_100",
+            ii,
+            "219,889",
+            "within 3x",
+            within(ii, 219_889.0, 3.0),
+        ));
     }
     Ok(Output {
         name: "scalability-ideal".into(),

@@ -1,0 +1,197 @@
+//! One simulated `scalability-t1` run: `n` NACK-based streaming flows of
+//! one scheme over a T1, each from its own host (its own macroflow), with
+//! round-trip times spread over 50–200 ms (iscc §VI-C, Fig 4's testbed).
+
+use cm_core::controller::{BinomialConfig, ControllerConfig, IsccConfig};
+use cm_core::{Bytes, Config, Duration, Instant, Rate};
+use cm_sim::{FlowTag, LinkConfig, LinkStats, QueueLimit, Sim, Topology};
+use serde::Serialize;
+
+use crate::alf::{AlfApp, AlfError, AlfPacket, AlfReceiver, AlfSender, Reporting};
+use crate::seeded;
+
+/// T1 line rate, bit/s.
+pub const T1_BPS: u64 = 1_544_000;
+/// Datagram bytes granted per packet: 1,500 bytes on the wire with the
+/// simulator's 28 bytes of IP and UDP headers (iscc §VI-C: "the actual MTU
+/// used during the experiment was 1,500 bytes").
+pub const PAYLOAD: u64 = 1472;
+/// Packets per bunch (iscc §VI-B: a sample from each burst of at least 3).
+pub const BURST: u8 = 3;
+
+/// A scheme of Fig 6.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Scheme {
+    /// AIMD(1,½), MTU/RTT = 30 kbit/s.
+    Aimd,
+    /// IIAD(½,2), MTU/RTT = 50 kbit/s.
+    Iiad,
+    /// TFRC, 180-byte packets in the equation, 1,500-byte packets sent.
+    Tfrc,
+    /// ISCC(2), m_D = 2, m_I = 20, C from packet bunches.
+    Iscc,
+}
+
+impl Scheme {
+    /// Its name in tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            Scheme::Aimd => "AIMD",
+            Scheme::Iiad => "IIAD",
+            Scheme::Tfrc => "TFRC",
+            Scheme::Iscc => "ISCC(2)",
+        }
+    }
+
+    /// The controller each flow's CM runs (iscc §VI-C's parameters).
+    pub fn config(self) -> ControllerConfig {
+        let fixed = |c: BinomialConfig, u: u64| {
+            ControllerConfig::Binomial(BinomialConfig {
+                mtu_per_rtt: Some(Rate::from_bits_per_sec(u)),
+                ..c
+            })
+        };
+        match self {
+            Scheme::Aimd => fixed(BinomialConfig::aimd(), 30_000),
+            Scheme::Iiad => fixed(BinomialConfig::new(1.0, 0.0, 0.5, 2.0), 50_000),
+            Scheme::Tfrc => tfrc_config(),
+            Scheme::Iscc => ControllerConfig::Iscc(IsccConfig::default()),
+        }
+    }
+}
+
+fn tfrc_config() -> ControllerConfig {
+    use cm_core::controller::TfrcConfig;
+    ControllerConfig::Tfrc(TfrcConfig {
+        equation_packet_size: Some(Bytes(180)),
+        ..TfrcConfig::default()
+    })
+}
+
+/// Parameters of one run.
+#[derive(Clone, Debug, Serialize)]
+pub struct T1Params {
+    /// The scheme every flow runs.
+    pub scheme: Scheme,
+    /// Flows.
+    pub n: usize,
+    /// Seconds between flow starts (iscc §VI-C footnote 10: 1.5 s).
+    pub stagger_s: f64,
+    /// Seconds the run goes on after the last flow started.
+    pub after_last_s: f64,
+    /// Bottleneck queue, packets.
+    pub queue_packets: u32,
+    /// Seed (RTT draw).
+    pub seed: u64,
+}
+
+/// What one run measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct T1Run {
+    /// The parameters.
+    pub params: T1Params,
+    /// Bottleneck loss (dropped / arrived) in the measured interval.
+    pub loss: f64,
+    /// The measured interval, seconds.
+    pub from_s: f64,
+    /// Its end (when the flows end).
+    pub to_s: f64,
+    /// Packets that arrived at the bottleneck in it.
+    pub packets: u64,
+    /// Bottleneck utilisation in it.
+    pub utilization: f64,
+    /// Each flow's received rate in it, bit/s.
+    pub rates_bps: Vec<f64>,
+}
+
+/// The round-trip time of flow `i`: seeded, uniform over 50–200 ms.
+fn rtt_ms(seed: u64, i: usize) -> f64 {
+    50.0 + 150.0 * seeded::unit(seed, 1000 + i as u64)
+}
+
+/// Run one scenario.
+pub fn run(p: &T1Params) -> Result<T1Run, AlfError> {
+    let mut t = Topology::new();
+    let (rl, rr) = (t.add_router(), t.add_router());
+    let bottleneck_delay = Duration::from_millis(5);
+    let t1 = LinkConfig::new(
+        T1_BPS,
+        bottleneck_delay,
+        QueueLimit::Packets(p.queue_packets),
+    );
+    let (bottleneck, _) = t.add_duplex(rl, rr, t1, t1)?;
+    let fast = |d: Duration| LinkConfig::new(100_000_000, d, QueueLimit::Unlimited);
+    let mut pairs = Vec::new();
+    for i in 0..p.n {
+        // RTT = 2 (access + bottleneck + 1 ms receiver access).
+        let one_way_us = (rtt_ms(p.seed, i) * 500.0) as u64;
+        let access = Duration::from_micros(one_way_us.saturating_sub(6_000).max(100));
+        let (tx, rx) = (t.add_host(), t.add_host());
+        t.add_duplex_sym(tx, rl, fast(access))?;
+        t.add_duplex_sym(rx, rr, fast(Duration::from_millis(1)))?;
+        pairs.push((
+            tx,
+            rx,
+            Duration::from_micros(2 * (access.as_micros() + 6_000)),
+        ));
+    }
+    let mut sim = Sim::<AlfPacket>::new(t, p.seed)?;
+    let cfg = Config {
+        controller: p.scheme.config(),
+        mtu: Bytes(PAYLOAD),
+        ..Config::default()
+    };
+    for (i, &(tx, rx, rtt)) in pairs.iter().enumerate() {
+        let start = Instant::ZERO + Duration::from_micros((p.stagger_s * 1e6) as u64 * i as u64);
+        let app = AlfApp::new(rx, FlowTag(i as u32 + 1), start, 1)
+            .with_bursts(BURST)?
+            .with_timeouts();
+        sim.attach(tx, AlfSender::new(cfg.clone(), vec![app])?)?;
+        // NACK-based: one report per RTT (iscc §II: R = RTT).
+        sim.attach(rx, AlfReceiver::new(Reporting::Every(rtt)))?;
+    }
+    let last_start = p.stagger_s * p.n.saturating_sub(1) as f64;
+    let end_s = (last_start + p.after_last_s).ceil() as u64;
+    let mut snaps: Vec<LinkStats> = Vec::new();
+    for s in 0..=end_s {
+        sim.run_until(Instant::ZERO + Duration::from_secs(s));
+        snaps.push(sim.link_stats(bottleneck).unwrap_or_default());
+    }
+    // From 5 s after the last flow left slow start (iscc §VI-C) to the end.
+    let mut ss_end = last_start;
+    for &(tx, _, _) in &pairs {
+        let h: &AlfSender = sim.host(tx).ok_or(AlfError::MissingHost)?;
+        let end = h.apps[0]
+            .slow_start_end
+            .map_or(end_s as f64, |t| t.as_micros() as f64 / 1e6);
+        ss_end = ss_end.max(end);
+    }
+    let from = ((ss_end + 5.0).ceil() as u64).min(end_s.saturating_sub(1));
+    let (a, b) = (snaps[from as usize], snaps[end_s as usize]);
+
+    let arrived = (b.enqueued + b.dropped_overflow) - (a.enqueued + a.dropped_overflow);
+    let dropped = b.dropped_overflow - a.dropped_overflow;
+    let span = (end_s - from) as f64;
+    let busy = (b.busy_us - a.busy_us) as f64 / 1e6;
+    let mut rates_bps = Vec::new();
+    for &(tx, _, _) in &pairs {
+        let h: &AlfSender = sim.host(tx).ok_or(AlfError::MissingHost)?;
+        let app = &h.apps[0];
+        let got = app.received_by(Instant::ZERO + Duration::from_secs(end_s))
+            - app.received_by(Instant::ZERO + Duration::from_secs(from));
+        rates_bps.push(got as f64 * 8.0 / span);
+    }
+    Ok(T1Run {
+        params: p.clone(),
+        loss: if arrived > 0 {
+            dropped as f64 / arrived as f64
+        } else {
+            0.0
+        },
+        from_s: from as f64,
+        to_s: end_s as f64,
+        packets: arrived,
+        utilization: busy / span,
+        rates_bps,
+    })
+}
