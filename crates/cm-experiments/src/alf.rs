@@ -124,6 +124,9 @@ pub struct AlfApp {
     bursts: Option<BurstSchedule>,
     /// When the next bunch may be requested.
     next_burst: Option<Instant>,
+    /// When the last bunch's last packet went out, and the shaper credit
+    /// (bytes) it left.
+    burst_done: Option<(Instant, i64)>,
     /// When its macroflow was first seen out of slow start.
     pub slow_start_end: Option<Instant>,
     /// Whether the sender runs CC-UDP's retransmission timeout.
@@ -145,6 +148,7 @@ impl AlfApp {
             lost_bytes: 0,
             bursts: None,
             next_burst: None,
+            burst_done: None,
             slow_start_end: None,
             timeouts: false,
         }
@@ -237,16 +241,33 @@ impl AlfSender {
         }
     }
 
-    /// Bunch senders whose pause is over ask for a whole burst at once.
+    /// Bunch senders whose pause is over ask for a whole burst at once,
+    /// once the shaper has the credit to release it back to back (its
+    /// bucket holds two MTUs, so a 3-packet bunch needs it full): a rate
+    /// cut during the pause would otherwise space the bunch out and turn
+    /// its sample into a measure of the sender's pacing.
     fn request_bursts(&mut self, now: Instant) {
         for app in &mut self.apps {
             let (Some(flow), Some(b)) = (app.flow, app.bursts.as_ref()) else {
                 continue;
             };
-            if app.next_burst.is_some_and(|t| t <= now) {
-                app.next_burst = None;
-                let _ = self.cm.request_mtus(now, flow, u32::from(b.remaining()));
+            if app.next_burst.is_none_or(|t| t > now) {
+                continue;
             }
+            let mtu = self.cm.mtu(flow).map_or(1, |m| m.get().max(1)) as f64;
+            let rate = self.cm.query(flow).ok().and_then(|q| q.rate);
+            if let (Some((t0, c0)), Some(r)) = (app.burst_done, rate) {
+                let r = r.bytes_per_sec().max(1) as f64;
+                let credit = c0 as f64 + r * now.saturating_since(t0).as_secs_f64();
+                let need = (f64::from(b.remaining()) - 1.0) * mtu;
+                if credit < need {
+                    let wait = (need - credit) / r;
+                    app.next_burst = Some(now + Duration::from_micros((wait * 1e6) as u64 + 1));
+                    continue;
+                }
+            }
+            app.next_burst = None;
+            let _ = self.cm.request_mtus(now, flow, u32::from(b.remaining()));
         }
     }
 
@@ -301,7 +322,13 @@ impl AlfSender {
                     let gap = rate
                         .and_then(|r| b.burst_interval(r, Bytes(mtu)))
                         .unwrap_or(Duration::from_millis(100));
+                    let credit = self
+                        .cm
+                        .macroflow_of(flow)
+                        .and_then(|m| self.cm.macroflow_info(m))
+                        .map_or(0, |m| m.shaper_credit);
                     self.apps[i].next_burst = Some(now + gap);
+                    self.apps[i].burst_done = Some((now, credit));
                 }
                 continue;
             }

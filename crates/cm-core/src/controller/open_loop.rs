@@ -19,9 +19,7 @@
 
 use crate::controller::binomial::BinomialConfig;
 use crate::controller::iscc::IsccConfig;
-use crate::controller::{
-    AckEvent, AgingEvent, CongestionEvent, CongestionKind, Controller, IdleEvent,
-};
+use crate::controller::{AckEvent, AgingEvent, CongestionEvent, Controller, IdleEvent};
 use crate::time::{Duration, Instant};
 use crate::units::{Bytes, Rate};
 
@@ -55,6 +53,9 @@ pub struct OpenLoop {
     configured_capacity: Option<f64>,
     /// Steps taken: (increases, decreases), for inspection.
     steps: (u64, u64),
+    /// The previous report's time and the rate it showed received.
+    last_report: Option<Instant>,
+    x_recv: Option<f64>,
 }
 
 impl OpenLoop {
@@ -76,6 +77,8 @@ impl OpenLoop {
             capacity: capacity.filter(|c| *c > 0.0),
             configured_capacity: capacity.filter(|c| *c > 0.0),
             steps: (0, 0),
+            last_report: None,
+            x_recv: None,
         };
         s.x = s.initial();
         s.clamp();
@@ -181,7 +184,11 @@ impl OpenLoop {
     fn increase(&mut self) {
         let x = self.x;
         let step = if self.slow_start {
-            x
+            // Double, but never past twice what the last report showed
+            // received (RFC 5348 §4.3: X = min(2X, 2 X_recv)): an open-loop
+            // sender's reports lag a filling queue, so doubling alone would
+            // overshoot the path many times over.
+            self.x_recv.map_or(x, |r| (2.0 * x).min(2.0 * r) - x)
         } else if let Some(b) = self.binomial() {
             b.increase(x, self.unit(b))
         } else if let (Law::Iscc(c), Some(cap)) = (&self.law, self.capacity) {
@@ -268,6 +275,13 @@ impl Controller for OpenLoop {
 
     fn on_ack(&mut self, ev: &AckEvent) {
         self.srtt = ev.srtt.or(self.srtt);
+        if let Some(prev) = self.last_report {
+            let dt = ev.now.saturating_since(prev).as_secs_f64();
+            if dt > 0.0 {
+                self.x_recv = Some(ev.acked.get() as f64 / dt);
+            }
+        }
+        self.last_report = Some(ev.now);
         // A report with losses decreases in on_congestion; its received
         // half is no "f = 0" (iscc eq. 2).
         if ev.acked == Bytes::ZERO || ev.lost_in_report > Bytes::ZERO {
@@ -288,16 +302,12 @@ impl Controller for OpenLoop {
         if echo || !self.may_step(ev.now) {
             return;
         }
-        if ev.kind == CongestionKind::Persistent {
-            // Nothing got through for a timeout: restart from the floor in
-            // slow start, as TCP after an RTO (RFC 5681 §3.1).
-            self.x = 0.0;
-            self.clamp();
-            self.slow_start = true;
-            self.steps.1 += 1;
-        } else {
-            self.decrease();
-        }
+        // A timeout (persistent congestion) is one more lossy interval:
+        // eq. 2 knows only increase and decrease, and an open-loop sender
+        // paced at its rate has no window to restart from. (A NACK-based
+        // receiver that got nothing sends nothing, so a sender's timeout is
+        // how a wholly lost burst shows up at low rates.)
+        self.decrease();
         self.last_step = Some(ev.now);
         self.last_decrease = Some(ev.now);
     }

@@ -14,6 +14,7 @@ use crate::progress::Progress;
 use crate::scenario::{Bottleneck, Scenario, ScenarioError};
 
 pub mod aging;
+pub mod bw_estimate;
 pub mod layered_audio;
 pub mod scalability_ideal;
 pub mod scalability_t1;
@@ -141,6 +142,11 @@ pub const EXPERIMENTS: &[(&str, &str, RunFn)] = &[
         "scalability-t1",
         "iscc Fig 6 §VI-C: loss of 2-50 NACK-based AIMD, IIAD, TFRC, ISCC(2) flows on a T1",
         scalability_t1::run,
+    ),
+    (
+        "bw-estimate",
+        "iscc Fig 5 §VI-B: packet-bunch capacity estimates of 2 and 32 AIMD flows on a T1",
+        bw_estimate::run,
     ),
 ];
 

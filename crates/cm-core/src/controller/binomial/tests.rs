@@ -144,15 +144,22 @@ fn rate_mode_slow_start_doubles_until_the_first_loss() {
     cfg.initial_rate = Some(Rate::from_bytes_per_sec(1000));
     let mut c = OpenLoop::new(Law::Binomial(cfg), MTU);
     for i in 0..4 {
-        report(&mut c, t(i * 1000), 1000, 0, None);
+        // Each report shows the last interval's rate received.
+        let got = c.rate_bytes_per_sec() as u64;
+        report(&mut c, t(i * 1000), got, 0, None);
     }
     assert_eq!(c.rate_bytes_per_sec(), 16_000.0);
+    // A report showing less received caps the doubling at twice that.
+    report(&mut c, t(4000), 5000, 0, None);
+    assert_eq!(c.rate_bytes_per_sec(), 10_000.0, "2 x_recv (RFC 5348 §4.3)");
+    report(&mut c, t(5000), 10_000, 0, None);
+    assert_eq!(c.rate_bytes_per_sec(), 20_000.0);
     assert!(c.in_slow_start());
-    report(&mut c, t(4000), 1000, 1000, None);
-    assert_eq!(c.rate_bytes_per_sec(), 8000.0);
+    report(&mut c, t(6000), 1000, 1000, None);
+    assert_eq!(c.rate_bytes_per_sec(), 10_000.0);
     assert!(!c.in_slow_start());
-    report(&mut c, t(5000), 1000, 0, None);
-    assert_eq!(c.rate_bytes_per_sec(), 9000.0, "then additive");
+    report(&mut c, t(7000), 1000, 0, None);
+    assert_eq!(c.rate_bytes_per_sec(), 11_000.0, "then additive");
 }
 
 #[test]

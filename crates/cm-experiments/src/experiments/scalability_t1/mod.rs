@@ -35,32 +35,51 @@ const PAPER: [(Scheme, f64, f64); 4] = [
 /// hold queue (40 packets).
 pub const QUEUE_PACKETS: u32 = 40;
 
-/// The runs of a sweep.
-pub fn jobs(quick: bool) -> Vec<T1Params> {
-    let (ns, after): (Vec<usize>, f64) = if quick {
-        (vec![2, 8, 32], 90.0)
-    } else {
-        (vec![2, 4, 8, 16, 32, 50], 400.0)
-    };
-    let mut v = Vec::new();
-    for (scheme, _, _) in PAPER {
-        for &n in &ns {
-            v.push(T1Params {
-                scheme,
-                n,
-                stagger_s: 1.5,
-                after_last_s: after,
-                queue_packets: QUEUE_PACKETS,
-                seed: 1,
-            });
-        }
+/// A run of `scheme` with `n` flows lasting `after` seconds past the last start.
+fn params(scheme: Scheme, n: usize, after: f64, param: Option<f64>) -> T1Params {
+    T1Params {
+        scheme,
+        n,
+        stagger_s: 1.5,
+        after_last_s: after,
+        queue_packets: QUEUE_PACKETS,
+        seed: 1,
+        param,
     }
-    v
+}
+
+/// The sweep's sizes: flow counts, seconds per run, calibration steps and
+/// seconds per calibration run.
+fn sizes(quick: bool) -> (Vec<usize>, f64, u32, f64) {
+    if quick {
+        (vec![2, 8, 32], 90.0, 6, 120.0)
+    } else {
+        (vec![2, 4, 8, 16, 32, 50], 400.0, 10, 300.0)
+    }
 }
 
 /// Runs the sweep.
 pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
-    let jobs = jobs(opts.quick);
+    let (ns, after, steps, calib_s) = sizes(opts.quick);
+    let schemes: Vec<Scheme> = PAPER.iter().map(|p| p.0).collect();
+    // The paper's rule for the parameters, applied here (see calibrate).
+    let bar = progress("scalability-t1 calibration", schemes.len(), opts);
+    let calib = par_map(&schemes, opts.threads, &bar, |&s| {
+        simulation::calibrate(s, &params(s, 2, calib_s, None), steps)
+    });
+    let calib: Vec<(f64, f64)> = calib
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .map_err(|e| ExperimentError::Setup(e.to_string()))?;
+    let mut jobs = Vec::new();
+    for (&s, &(param, _)) in schemes.iter().zip(&calib) {
+        for &n in &ns {
+            jobs.push(params(s, n, after, Some(param)));
+        }
+        // The paper's own parameter, two flows: how far this network is
+        // from the testbed.
+        jobs.push(params(s, 2, after, None));
+    }
     let bar = progress("scalability-t1", jobs.len(), opts);
     let results = par_map(&jobs, opts.threads, &bar, simulation::run);
     let runs: Vec<T1Run> = results
@@ -75,8 +94,16 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
     let mut metrics = serde_json::Map::new();
     let n_max = runs.iter().map(|r| r.params.n).max().unwrap_or(0);
     let mut p_max = Vec::new();
-    for (scheme, paper_p2, paper_p50) in PAPER {
-        let mine: Vec<&T1Run> = runs.iter().filter(|r| r.params.scheme == scheme).collect();
+    for (k, (scheme, paper_p2, paper_p50)) in PAPER.into_iter().enumerate() {
+        let (param, calib_loss) = calib[k];
+        let with_paper = runs
+            .iter()
+            .find(|r| r.params.scheme == scheme && r.params.param.is_none())
+            .map_or(f64::NAN, |r| r.loss);
+        let mine: Vec<&T1Run> = runs
+            .iter()
+            .filter(|r| r.params.scheme == scheme && r.params.param.is_some())
+            .collect();
         let p2 = mine
             .iter()
             .find(|r| r.params.n == 2)
@@ -108,8 +135,11 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
             .map_or(0.0, |r| r.loss);
         let s_worst = pts.iter().map(|p| p.1).fold(0.0, f64::max);
         summary.push(format!(
-            "{:<8} p_2 {:.4}  p_{} {:.4}  s_{} {:.1}  (paper p_2 {:.4}, p_50 {:.3})",
+            "{:<8} param {:.0} (paper {:.0}: p_2 {:.4})  p_2 {:.4}  p_{} {:.4}  s_{} {:.1}  (paper p_2 {:.4}, p_50 {:.3})",
             scheme.label(),
+            param,
+            scheme.paper_param(),
+            with_paper,
             p2,
             n_max,
             last,
@@ -121,6 +151,8 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
         metrics.insert(
             scheme.label().to_string(),
             json!({"p_2": p2, "p_max": last, "n_max": n_max, "s_max": s_worst,
+                   "param": param, "calibration_loss": calib_loss,
+                   "paper_param": scheme.paper_param(), "p_2_paper_param": with_paper,
                    "points": pts.iter().map(|p| json!({"n": p.0, "s_n": p.1, "loss": p.2})).collect::<Vec<_>>()}),
         );
         p_max.push((scheme, last, s_worst, paper_p50));
@@ -195,7 +227,9 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
                       "ISCC_fit": "n^0.47"}),
         checks,
         notes: vec![
-            "Status: this simulation does not reproduce Fig 6 yet. Its losses are far above the paper's at every n (AIMD p_2 ≈ 5% against 0.38%), TFRC with 180-byte packets in its equation nearly never overflows the 40-packet queue, and ISCC's loss grows with n. Which part of the setup (queue size, report timing, the persistent-congestion restarts after CC-UDP's retransmission timeout, burst pacing, or the capacity estimate reaching ISCC) makes the difference is not established; the checks below stay failing until it is.".into(),
+            "Calibration, as the paper did it: iscc §VI-C chose each scheme's parameter \"so that the average packet loss of two competing flows using each scheme was between 0.3% and 0.6%\". With the paper's own values this network is far lossier for AIMD and ISCC (p_2_paper_param in the JSON: AIMD ≈ 5% at MTU/RTT = 30 kbit/s, ISCC(2) ≈ 5% at m_I = 20) and nearly loss-free for TFRC, while IIAD at 50 kbit/s already lands in the band (≈0.4%; the paper's p_2 is 0.29%). So each run first bisects the scheme's parameter over two-flow runs until p_2 is in [0.3%, 0.6%] (param in the JSON), then sweeps n with it. TFRC's loss stays below the band up to s = 1,472 bytes (the packet size): its equation, fed RTTs that include the queueing delay, settles on a standing queue that rarely overflows in this deterministic network, so its calibration stops at the nearest value.".into(),
+            "Why this network is lossier than the testbed for AIMD and ISCC: the 40-packet DropTail queue (310 ms at T1) hides the first excess from open-loop senders, which keep increasing once per RTT until the queue overflows; the excess at that moment, and so the drops per congestion episode (≈20–30 packets for two AIMD flows at 30 kbit/s), grows with the buffer (a 5-packet queue halves it, see the calibration runs). The ideal model of scalability-ideal gives p_2 ≈ 0.24% for AIMD at 30 kbit/s, close to the testbed's 0.38%.".into(),
+            "Rate floors are the paper's base layer (14 kbit/s, §VI-B); the core's default floor (one MTU per control interval, 60–240 kbit/s here) would make 50 flows hold 3 Mbit/s on the 1.5 Mbit/s link. A sender's CC-UDP timeout (a whole burst lost leaves the receiver nothing to report) is one more lossy interval for the rate-based controllers, not a restart from slow start.".into(),
             "The paper's run is a Cisco testbed (two T1 routers, WRED and WFQ off); here a simulated dumbbell: a 1,544 kbit/s bottleneck with a 40-packet DropTail queue (a Cisco serial interface's default output hold queue), 100 Mbit/s access links, flow RTTs drawn uniformly from 50–200 ms, every flow from its own CM host.".into(),
             "Parameters as in iscc §VI-C: AIMD(1,½) with MTU/RTT fixed at 30 kbit/s, IIAD (k=1, l=0) with (α, β) = (½, 2) and MTU/RTT 50 kbit/s, TFRC with 180-byte packets in its equation while sending 1,500-byte packets, ISCC(2) with m_D = 2, m_I = 20 and C from packet bunches (3-packet bursts, the receiver's samples filtered per macroflow by cm-core's CapacityFilter); ISCC runs its AIMD fallback until the first estimate.".into(),
             "Loss is dropped/arrived packets at the bottleneck from 5 s after the last flow left slow start (as its CM reports) until the flows end; flows start 1.5 s apart (iscc §VI-C footnote 10).".into(),

@@ -18,6 +18,11 @@ pub const T1_BPS: u64 = 1_544_000;
 pub const PAYLOAD: u64 = 1472;
 /// Packets per bunch (iscc §VI-B: a sample from each burst of at least 3).
 pub const BURST: u8 = 3;
+/// The lowest rate, bit/s: the paper's base layer, `b_0 = 14` kb/s (iscc
+/// §VI-B, footnote 4's `x_min` for rate-based streaming). The core's
+/// default floor, one MTU per control interval, is 60–240 kbit/s here: 50
+/// flows would hold 3 Mbit/s on a 1.5 Mbit/s link however they back off.
+pub const BASE_LAYER_BPS: u64 = 14_000;
 
 /// A scheme of Fig 6.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -43,29 +48,92 @@ impl Scheme {
         }
     }
 
-    /// The controller each flow's CM runs (iscc §VI-C's parameters).
-    pub fn config(self) -> ControllerConfig {
-        let fixed = |c: BinomialConfig, u: u64| {
+    /// The paper's value of the scheme's aggressiveness parameter
+    /// (iscc §VI-C): MTU/RTT in bit/s for AIMD and IIAD, the equation's
+    /// packet size in bytes for TFRC, `m_I` for ISCC.
+    pub fn paper_param(self) -> f64 {
+        match self {
+            Scheme::Aimd => 30_000.0,
+            Scheme::Iiad => 50_000.0,
+            Scheme::Tfrc => 180.0,
+            Scheme::Iscc => 20.0,
+        }
+    }
+
+    /// The range the calibration searches, and whether loss grows with
+    /// the parameter.
+    fn param_range(self) -> (f64, f64, bool) {
+        match self {
+            Scheme::Aimd => (500.0, 100_000.0, true),
+            Scheme::Iiad => (5_000.0, 500_000.0, true),
+            Scheme::Tfrc => (40.0, 1_472.0, true),
+            Scheme::Iscc => (5.0, 2_000.0, false),
+        }
+    }
+
+    /// The controller each flow's CM runs, with `param` as
+    /// [`Scheme::paper_param`] describes.
+    pub fn config(self, param: f64) -> ControllerConfig {
+        let fixed = |c: BinomialConfig| {
             ControllerConfig::Binomial(BinomialConfig {
-                mtu_per_rtt: Some(Rate::from_bits_per_sec(u)),
+                mtu_per_rtt: Some(Rate::from_bits_per_sec(param.max(8.0) as u64)),
+                min_rate: Some(Rate::from_bits_per_sec(BASE_LAYER_BPS)),
                 ..c
             })
         };
         match self {
-            Scheme::Aimd => fixed(BinomialConfig::aimd(), 30_000),
-            Scheme::Iiad => fixed(BinomialConfig::new(1.0, 0.0, 0.5, 2.0), 50_000),
-            Scheme::Tfrc => tfrc_config(),
-            Scheme::Iscc => ControllerConfig::Iscc(IsccConfig::default()),
+            Scheme::Aimd => fixed(BinomialConfig::aimd()),
+            Scheme::Iiad => fixed(BinomialConfig::new(1.0, 0.0, 0.5, 2.0)),
+            Scheme::Tfrc => ControllerConfig::Tfrc(cm_core::controller::TfrcConfig {
+                equation_packet_size: Some(Bytes(param.clamp(1.0, 65_535.0) as u64)),
+                ..Default::default()
+            }),
+            Scheme::Iscc => ControllerConfig::Iscc(IsccConfig {
+                m_i: param.max(1.0),
+                min_rate: Some(Rate::from_bits_per_sec(BASE_LAYER_BPS)),
+                fallback: BinomialConfig {
+                    min_rate: Some(Rate::from_bits_per_sec(BASE_LAYER_BPS)),
+                    ..BinomialConfig::aimd()
+                },
+                ..IsccConfig::default()
+            }),
         }
     }
 }
 
-fn tfrc_config() -> ControllerConfig {
-    use cm_core::controller::TfrcConfig;
-    ControllerConfig::Tfrc(TfrcConfig {
-        equation_packet_size: Some(Bytes(180)),
-        ..TfrcConfig::default()
-    })
+/// The paper's rule for choosing each scheme's parameter (iscc §VI-C: "so
+/// that the average packet loss of two competing flows using each scheme
+/// was between 0.3% and 0.6%"), applied in this network: a bisection (in
+/// log space) on the scheme's parameter over two-flow runs, stopping at
+/// the first value whose loss is in that band. Returns the parameter and
+/// the two-flow loss it gave; when the band cannot be reached within the
+/// parameter's range, the end of the range closest to it.
+pub fn calibrate(scheme: Scheme, base: &T1Params, steps: u32) -> Result<(f64, f64), AlfError> {
+    let (mut lo, mut hi, grows) = scheme.param_range();
+    let mut best = (scheme.paper_param(), f64::NAN);
+    for _ in 0..steps {
+        let mid = (lo * hi).sqrt();
+        let p = T1Params {
+            scheme,
+            n: 2,
+            param: Some(mid),
+            ..base.clone()
+        };
+        let loss = run(&p)?.loss;
+        let dist = |l: f64| (l.max(1e-6).ln() - 0.0045f64.ln()).abs();
+        if best.1.is_nan() || dist(loss) < dist(best.1) {
+            best = (mid, loss);
+        }
+        if (0.003..=0.006).contains(&loss) {
+            return Ok((mid, loss));
+        }
+        if (loss > 0.006) == grows {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Ok(best)
 }
 
 /// Parameters of one run.
@@ -83,6 +151,8 @@ pub struct T1Params {
     pub queue_packets: u32,
     /// Seed (RTT draw).
     pub seed: u64,
+    /// The scheme's parameter ([`Scheme::paper_param`] if `None`).
+    pub param: Option<f64>,
 }
 
 /// What one run measured.
@@ -102,6 +172,10 @@ pub struct T1Run {
     pub utilization: f64,
     /// Each flow's received rate in it, bit/s.
     pub rates_bps: Vec<f64>,
+    /// Every packet-bunch capacity sample the receivers took in it, bit/s.
+    pub samples_bps: Vec<f64>,
+    /// Each flow's filtered capacity estimate at the end (its macroflow's).
+    pub estimates_bps: Vec<Option<f64>>,
 }
 
 /// The round-trip time of flow `i`: seeded, uniform over 50–200 ms.
@@ -137,7 +211,7 @@ pub fn run(p: &T1Params) -> Result<T1Run, AlfError> {
     }
     let mut sim = Sim::<AlfPacket>::new(t, p.seed)?;
     let cfg = Config {
-        controller: p.scheme.config(),
+        controller: p.scheme.config(p.param.unwrap_or(p.scheme.paper_param())),
         mtu: Bytes(PAYLOAD),
         ..Config::default()
     };
@@ -173,6 +247,26 @@ pub fn run(p: &T1Params) -> Result<T1Run, AlfError> {
     let dropped = b.dropped_overflow - a.dropped_overflow;
     let span = (end_s - from) as f64;
     let busy = (b.busy_us - a.busy_us) as f64 / 1e6;
+    let mut samples_bps = Vec::new();
+    let mut estimates_bps = Vec::new();
+    let from_t = Instant::ZERO + Duration::from_secs(from);
+    for &(tx, rx, _) in &pairs {
+        let r: &AlfReceiver = sim.host(rx).ok_or(AlfError::MissingHost)?;
+        samples_bps.extend(
+            r.samples
+                .iter()
+                .filter(|(t, _, _)| *t >= from_t)
+                .map(|(_, _, s)| s.bits_per_sec() as f64),
+        );
+        let h: &AlfSender = sim.host(tx).ok_or(AlfError::MissingHost)?;
+        let est = h
+            .cm()
+            .macroflow_ids()
+            .first()
+            .and_then(|&m| h.cm().capacity(m).ok().flatten())
+            .map(|c| c.bits_per_sec() as f64);
+        estimates_bps.push(est);
+    }
     let mut rates_bps = Vec::new();
     for &(tx, _, _) in &pairs {
         let h: &AlfSender = sim.host(tx).ok_or(AlfError::MissingHost)?;
@@ -193,5 +287,7 @@ pub fn run(p: &T1Params) -> Result<T1Run, AlfError> {
         packets: arrived,
         utilization: busy / span,
         rates_bps,
+        samples_bps,
+        estimates_bps,
     })
 }
