@@ -6,6 +6,8 @@
 //! duration = 20.0          # seconds
 //! seed = 1
 //! mss = 1460               # TCP MSS = CM MTU, payload bytes (default 1460)
+//! cm_controller = "aimd"   # every macroflow's controller: aimd, iiad, sqrt,
+//!                          # binomial:k=..,l=.., iscc[:l=2], tfrc[:s=180]
 //!
 //! [bottleneck]
 //! rate_bps = 1_000_000
@@ -261,6 +263,11 @@ pub struct Scenario {
     /// own default is RFC 6928's 10).
     #[serde(default)]
     pub cm_initial_window: Option<u32>,
+    /// The controller every CM macroflow runs, in the text form of
+    /// `cm_core::controller::spec` (e.g. `"tfrc"`, `"iscc:l=2"`); default
+    /// the papers' AIMD with `cm_initial_window`.
+    #[serde(default)]
+    pub cm_controller: Option<String>,
     /// Advertised receive window of every TCP receiver, bytes (default 65536).
     #[serde(default)]
     pub rcv_wnd: Option<u32>,
@@ -312,6 +319,11 @@ impl Scenario {
         }
         if self.cm_initial_window == Some(0) {
             return bad("cm_initial_window must be > 0".into());
+        }
+        if let Some(c) = &self.cm_controller {
+            if let Err(e) = c.parse::<cm_core::controller::ControllerConfig>() {
+                return bad(format!("cm_controller: {e}"));
+            }
         }
         if self.rcv_wnd == Some(0) {
             return bad("rcv_wnd must be > 0".into());

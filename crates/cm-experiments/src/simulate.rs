@@ -146,12 +146,18 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
             .and_then(|i| nodes.get(i).copied())
     };
     let iw = u64::from(s.cm_initial_window.unwrap_or(2)) * u64::from(s.mss);
-    let cm_cfg = Config {
-        mtu: cm_core::Bytes(u64::from(s.mss)),
-        controller: ControllerConfig::Aimd(AimdConfig {
+    let controller = match &s.cm_controller {
+        Some(c) => c
+            .parse::<ControllerConfig>()
+            .map_err(|e| ScenarioError::Invalid(format!("cm_controller: {e}")))?,
+        None => ControllerConfig::Aimd(AimdConfig {
             initial_window: Some(cm_core::Bytes(iw)),
             ..AimdConfig::default()
         }),
+    };
+    let cm_cfg = Config {
+        mtu: cm_core::Bytes(u64::from(s.mss)),
+        controller,
         ..Config::default()
     };
     let mut hosts: Vec<CmHost> = Vec::new();

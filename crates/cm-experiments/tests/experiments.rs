@@ -73,6 +73,54 @@ fn scalability_ideal_reproduces_fig3() {
 }
 
 #[test]
+fn bw_estimate_samples_sit_at_the_capacity() {
+    // iscc Fig 5: nearly all packet-bunch samples at the IP-level rate with
+    // 2 flows, and most within 7% with 32; flows agree on the estimate.
+    let o = run("bw-estimate");
+    let m = &o.metrics;
+    let w2 = m["flows_2"]["within_2pct"].as_f64().unwrap_or(f64::NAN);
+    let w7 = m["flows_32"]["within_7pct"].as_f64().unwrap_or(f64::NAN);
+    assert!(w2 >= 0.95, "2 flows: {w2} within 2%");
+    assert!(w7 >= 0.90, "32 flows: {w7} within 7%");
+    assert_eq!(
+        m["flows_32"]["estimates"].as_u64(),
+        Some(32),
+        "every flow has an estimate"
+    );
+    let spread = m["flows_32"]["estimate_spread"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    assert!(spread <= 0.02, "estimates disagree by {spread}");
+}
+
+#[test]
+fn tfrc_is_tcp_friendly() {
+    let o = run("tfrc-friendly");
+    let m = metric(&o, "median_ratio");
+    assert!((0.8..=1.25).contains(&m), "median_ratio {m}");
+}
+
+#[test]
+fn scalability_t1_iiad_is_worst_and_iscc_best() {
+    // iscc Fig 6's ordering at the largest n of the quick sweep, with every
+    // scheme calibrated to the paper's p_2 band first.
+    let o = run("scalability-t1");
+    let p = |s: &str| o.metrics[s]["p_max"].as_f64().unwrap_or(f64::NAN);
+    let (aimd, iiad, tfrc, iscc) = (p("AIMD"), p("IIAD"), p("TFRC"), p("ISCC(2)"));
+    assert!(
+        iiad > aimd && iiad > tfrc && iiad > iscc,
+        "{aimd} {iiad} {tfrc} {iscc}"
+    );
+    assert!(iscc < aimd && iscc < tfrc, "{aimd} {iiad} {tfrc} {iscc}");
+    for s in ["AIMD", "IIAD", "ISCC(2)"] {
+        let c = o.metrics[s]["calibration_loss"]
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        assert!((0.003..=0.006).contains(&c), "{s} calibrated to p_2 {c}");
+    }
+}
+
+#[test]
 fn quick_summaries_match_snapshot() {
     let mut text = String::new();
     for (name, _, _) in EXPERIMENTS {

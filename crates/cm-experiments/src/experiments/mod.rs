@@ -22,6 +22,7 @@ pub mod scheduler;
 pub mod seq_trace;
 pub mod sharing;
 pub mod tcp_friendly;
+pub mod tfrc_friendly;
 pub mod web4;
 
 /// Why an experiment failed to run.
@@ -148,6 +149,11 @@ pub const EXPERIMENTS: &[(&str, &str, RunFn)] = &[
         "iscc Fig 5 §VI-B: packet-bunch capacity estimates of 2 and 32 AIMD flows on a T1",
         bw_estimate::run,
     ),
+    (
+        "tfrc-friendly",
+        "RFC 5348 control: TFRC-controlled TCP/CM vs NewReno over the tcp-friendly grid",
+        tfrc_friendly::run,
+    ),
 ];
 
 /// Runs experiment `name`.
@@ -254,6 +260,7 @@ pub(crate) fn base(name: &str, rate_bps: u64, one_way_ms: f64, secs: f64, seed: 
         rcv_wnd: None,
         start_jitter_ms: 0.0,
         cm_initial_window: None,
+        cm_controller: None,
         bottleneck: Bottleneck {
             rate_bps,
             delay_ms: one_way_ms,

@@ -26,9 +26,17 @@ pub const RCV_WND: u32 = 1 << 20;
 
 /// Background: two web-like sources whose think time makes each offer about
 /// 1/8 of the bottleneck on average (mean 12 KB transfers).
-fn scenario(rate: u64, one_way: f64, seed: u64, t: Transport, secs: f64) -> Scenario {
+fn scenario(
+    rate: u64,
+    one_way: f64,
+    seed: u64,
+    t: Transport,
+    secs: f64,
+    controller: Option<&str>,
+) -> Scenario {
     let mut s = base("tcp-friendly", rate, one_way, secs, seed);
     s.rcv_wnd = Some(RCV_WND);
+    s.cm_controller = controller.map(str::to_string);
     let mut f = FlowSpec::new("test", t);
     f.host = Some("sender".into());
     s.flows.push(f);
@@ -47,6 +55,25 @@ fn scenario(rate: u64, one_way: f64, seed: u64, t: Transport, secs: f64) -> Scen
 
 /// Runs the sweep.
 pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
+    let mut o = sweep(opts, "tcp-friendly", None)?;
+    o.notes.splice(0..0, [
+        "CM macroflows start from a 2 MSS initial window, like NewReno (cm-core defaults to 10 MSS; see Scenario::cm_initial_window); the CM also paces its sends (shaper) where NewReno sends ACK-clocked bursts.".to_string(),
+    ]);
+    o.notes.push(
+        "Evidence for the largest deviations: at 10 Mbit/s, 60 ms slow start overshoots the 150 KB pipe+queue by about a whole window and NewReno without SACK must repair dozens of holes. A NewReno that restarts the RTO on every partial ACK (RFC 6582 §4 Slow-but-Steady) repairs one hole per RTT for ≈18 s there (0.41 Mbit/s, median_ratio 1.07); this one restarts it only on the first partial ACK, as RFC 6582 §3.2 step 5 says, so a timeout repairs the window (5.5 Mbit/s, median_ratio 1.00). TCP/CM still recovers faster there (ratio ≈1.5 at that one condition) because the CM cuts its window once per loss event and retransmissions go out on grants. At 100 kbit/s with 35 ms one-way the BDP (875 bytes) is smaller than one packet, so the bottleneck queue holds no packet at all: both transports see heavy loss and TCP/CM does much worse (≈51% loss, ratio ≈0.30) — the CM controller's behaviour under extreme loss is an open question.".into(),
+    );
+    o.notes.push("Background traffic reacts to the test flow, so the two runs see similar, not identical, loss.".into());
+    Ok(o)
+}
+
+/// The sweep of `tcp-friendly`, with the test flow's macroflow running
+/// `controller` (the text form; `None`: the papers' AIMD). Returns an
+/// output named `name` with the notes every variant shares.
+pub(crate) fn sweep(
+    opts: &Opts,
+    name: &str,
+    controller: Option<&str>,
+) -> Result<Output, ExperimentError> {
     let (rates, delays, seeds, secs): (Vec<u64>, Vec<f64>, u64, f64) = if opts.quick {
         (vec![300_000, 1_000_000], vec![60.0], 2, 10.0)
     } else {
@@ -62,9 +89,9 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
             }
         }
     }
-    let bar = progress("tcp-friendly", jobs.len(), opts);
+    let bar = progress(name, jobs.len(), opts);
     let results = par_map(&jobs, opts.threads, &bar, |&(r, d, seed, t)| {
-        run_scenario(&scenario(r, d, seed, t, secs))
+        run_scenario(&scenario(r, d, seed, t, secs, controller))
     });
     let mut csv = String::from(
         "rate_bps,one_way_ms,seed,transport,throughput_bps,loss_rate,retransmits,timeouts\n",
@@ -128,26 +155,27 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
             .collect(),
         style: Style::Scatter,
     };
+    let cm_label = match controller {
+        None => "TCP/CM".to_string(),
+        Some(c) => format!("TCP/CM ({c})"),
+    };
     Ok(Output {
-        name: "tcp-friendly".into(),
+        name: name.into(),
         csv,
         plot: Plot {
             title: "Throughput vs loss rate (sigcomm1999 Fig 6)".into(),
             x_label: "loss rate (dropped/sent)".into(),
             y_label: "throughput (bit/s)".into(),
-            series: vec![series(Transport::Tcpcm, "TCP/CM"), series(Transport::Newreno, "NewReno")],
+            series: vec![series(Transport::Tcpcm, &cm_label), series(Transport::Newreno, "NewReno")],
         },
         metrics: json!({"median_ratio": m, "conditions": per_rate, "runs": jobs.len()}),
         paper: json!({"claim": "TCP/CM throughput matches TCP NewReno at the same loss rate (Fig 6)",
                       "median_ratio": 1.0}),
         checks: vec![check("median_ratio", m, "≈ 1", "[0.8, 1.25]", (0.8..=1.25).contains(&m))],
         notes: vec![
-            "CM macroflows start from a 2 MSS initial window, like NewReno (cm-core defaults to 10 MSS; see Scenario::cm_initial_window); the CM also paces its sends (shaper) where NewReno sends ACK-clocked bursts.".into(),
             "Loss comes from the bottleneck's DropTail queue (BDP bytes), driven by the test flow itself and by web-like background traffic, not from random loss: two on/off sources per run, Pareto(α=1.2) transfer sizes with 12 KB mean, exponential think time chosen so each offers ≈1/8 of the bottleneck; the web sources use their own hosts (so they never share the test flow's CM).".into(),
-            "Each condition (rate, delay, seed) is run twice with identical background parameters and seed: once with the test flow as TCP/CM, once as NewReno; the ratio is taken per condition, the metric is the median over all conditions.".into(),
+            "Each condition (rate, delay, seed) is run twice with identical background parameters and seed: once with the test flow on the CM, once as NewReno; the ratio is taken per condition, the metric is the median over all conditions.".into(),
             "Receivers advertise 1 MB so the window never caps throughput (with the 64 KB default both transports stalled at ≈4.1 Mbit/s on the 10 Mbit/s, 60 ms path).".into(),
-            "Evidence for the largest deviations: at 10 Mbit/s, 60 ms slow start overshoots the 150 KB pipe+queue by about a whole window and NewReno without SACK must repair dozens of holes. A NewReno that restarts the RTO on every partial ACK (RFC 6582 §4 Slow-but-Steady) repairs one hole per RTT for ≈18 s there (0.41 Mbit/s, median_ratio 1.07); this one restarts it only on the first partial ACK, as RFC 6582 §3.2 step 5 says, so a timeout repairs the window (5.5 Mbit/s, median_ratio 1.00). TCP/CM still recovers faster there (ratio ≈1.5 at that one condition) because the CM cuts its window once per loss event and retransmissions go out on grants. At 100 kbit/s with 35 ms one-way the BDP (875 bytes) is smaller than one packet, so the bottleneck queue holds no packet at all: both transports see heavy loss and TCP/CM does much worse (≈51% loss, ratio ≈0.30) — the CM controller's behaviour under extreme loss is an open question.".into(),
-            "Background traffic reacts to the test flow, so the two runs see similar, not identical, loss.".into(),
         ],
         summary,
     })
