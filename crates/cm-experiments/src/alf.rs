@@ -131,6 +131,8 @@ pub struct AlfApp {
     pub slow_start_end: Option<Instant>,
     /// Whether the sender runs CC-UDP's retransmission timeout.
     timeouts: bool,
+    /// Why `cm_open` refused the app's flow, if it did.
+    pub open_error: Option<String>,
 }
 
 impl AlfApp {
@@ -151,6 +153,7 @@ impl AlfApp {
             burst_done: None,
             slow_start_end: None,
             timeouts: false,
+            open_error: None,
         }
     }
 
@@ -198,8 +201,14 @@ pub struct AlfSender {
 }
 
 impl AlfSender {
-    /// A host with the CM configured by `cfg`.
+    /// A host with the CM configured by `cfg`. The host is the CM's one
+    /// client for the whole run, so the client silence timeout is off (an
+    /// app that starts after it would find its client reclaimed).
     pub fn new(cfg: Config, apps: Vec<AlfApp>) -> Result<Self, cm_core::ConfigError> {
+        let cfg = Config {
+            client_timeout: None,
+            ..cfg
+        };
         let mut cm = CongestionManager::new(cfg)?;
         let client = cm
             .register_client(Instant::ZERO)
@@ -220,15 +229,21 @@ impl AlfSender {
 
     fn start_due(&mut self, now: Instant) {
         for (i, app) in self.apps.iter_mut().enumerate() {
-            if app.flow.is_some() || app.start > now {
+            if app.flow.is_some() || app.start > now || app.open_error.is_some() {
                 continue;
             }
             // Fake addresses: one per destination node, so flows to the same
             // host share a macroflow (cm-implementation-linux §2).
             let dst = format!("10.0.{}.{}:{}", app.dst.0 >> 8, app.dst.0 & 255, 5000 + i);
             let Ok(addr) = dst.parse() else { continue };
-            let Ok(flow) = self.cm.open(now, self.client, OpenParams::to(addr)) else {
-                continue;
+            let flow = match self.cm.open(now, self.client, OpenParams::to(addr)) {
+                Ok(f) => f,
+                Err(e) => {
+                    // Never retried: a timer at a start that cannot happen
+                    // would fire forever.
+                    app.open_error = Some(e.to_string());
+                    continue;
+                }
             };
             let _ = self.cm.set_weight(now, flow, app.weight);
             if app.bursts.is_some() {
@@ -410,7 +425,7 @@ impl Host<AlfPacket> for AlfSender {
         let start = self
             .apps
             .iter()
-            .filter(|a| a.flow.is_none())
+            .filter(|a| a.flow.is_none() && a.open_error.is_none())
             .map(|a| a.start)
             .chain(self.apps.iter().filter_map(|a| a.next_burst))
             .chain(
