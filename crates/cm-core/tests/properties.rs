@@ -8,6 +8,9 @@
 //!   bytes are what it notified minus what feedback resolved;
 //! - grants never exceed what the window and the shaper allow;
 //! - weighted shares converge to the weights (sigcomm1999 §4.6);
+//! - every controller (AIMD, the binomial presets window- and rate-based,
+//!   ISCC with and without a capacity, TFRC) keeps these and reports a
+//!   positive rate (iscc §III: rates never reach zero);
 //! - no input, however malformed, panics.
 
 #![allow(clippy::unwrap_used)]
@@ -70,6 +73,17 @@ enum Op {
     Query(usize),
     NewClient,
     CloseClient(usize),
+    /// Switch the flow's macroflow to controller `which` (see [`controller`]).
+    SetController {
+        flow: usize,
+        which: u8,
+    },
+    /// A capacity sample or setting for the flow's macroflow, bit/s.
+    Capacity {
+        flow: usize,
+        bps: u64,
+        sample: bool,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -91,6 +105,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => idx.clone().prop_map(Op::Query),
         1 => Just(Op::NewClient),
         1 => (0usize..4).prop_map(Op::CloseClient),
+        1 => (idx.clone(), 0u8..7).prop_map(|(flow, which)| Op::SetController { flow, which }),
+        1 => (idx.clone(), prop_oneof![0u64..100, 1_000u64..100_000_000, Just(u64::MAX)], any::<bool>())
+            .prop_map(|(flow, bps, sample)| Op::Capacity { flow, bps, sample }),
     ]
 }
 
@@ -111,11 +128,30 @@ struct Harness {
     model: Model,
 }
 
+/// The controllers the core ships, by index.
+fn controller(which: u8) -> cm_core::controller::ControllerConfig {
+    let spec = match which % 7 {
+        0 => "aimd",
+        1 => "iiad:mode=window",
+        2 => "sqrt",
+        3 => "aimd:mode=rate,mtu_rtt=30k",
+        4 => "iscc",
+        5 => "iscc:capacity=2M",
+        _ => "tfrc:s=180",
+    };
+    spec.parse().unwrap()
+}
+
 impl Harness {
     fn new() -> Self {
+        Self::with(cm_core::controller::ControllerConfig::default())
+    }
+
+    fn with(controller: cm_core::controller::ControllerConfig) -> Self {
         let cfg = Config {
             mtu: Bytes(MTU),
             client_timeout: Some(Duration::from_secs(30)),
+            controller,
             ..Config::default()
         };
         let mut cm = CongestionManager::new(cfg).unwrap();
@@ -215,6 +251,23 @@ impl Harness {
                     let _ = self.cm.set_macroflow(now, f, t);
                 }
             }
+            Op::SetController { flow, which } => {
+                if let Some(f) = self.flow(flow) {
+                    if let Ok(mf) = self.cm.macroflow_of(f) {
+                        let _ = self.cm.set_controller(now, mf, &controller(which));
+                    }
+                }
+            }
+            Op::Capacity { flow, bps, sample } => {
+                if let Some(f) = self.flow(flow) {
+                    let rate = cm_core::Rate::from_bits_per_sec(bps);
+                    if sample {
+                        let _ = self.cm.capacity_sample(now, f, rate);
+                    } else if let Ok(mf) = self.cm.macroflow_of(f) {
+                        let _ = self.cm.set_capacity(now, mf, Some(rate));
+                    }
+                }
+            }
             Op::SetWeight { flow, weight } => {
                 if let Some(f) = self.flow(flow) {
                     let _ = self.cm.set_weight(now, f, weight);
@@ -309,6 +362,11 @@ impl Harness {
         for mf in self.cm.macroflow_ids() {
             let m = self.cm.macroflow_info(mf).unwrap();
             assert!(m.window >= m.mtu, "window {} below one MTU", m.window);
+            assert!(
+                m.rate.is_none_or(|r| r.bytes_per_sec() > 0),
+                "{} rate reached zero",
+                m.controller
+            );
             let (mut inf, mut res) = (0, 0);
             for &f in &m.flows {
                 let fi = self.cm.flow_info(f).unwrap();
@@ -366,6 +424,19 @@ proptest! {
     #[test]
     fn invariants_hold_over_random_call_sequences(ops in prop::collection::vec(op(), 1..120)) {
         let mut h = Harness::new();
+        for op in &ops {
+            let granted = h.apply(op);
+            h.check_invariants(&granted);
+        }
+    }
+
+    /// The same invariants for every controller the core ships.
+    #[test]
+    fn invariants_hold_for_every_controller(
+        which in 0u8..7,
+        ops in prop::collection::vec(op(), 1..120),
+    ) {
+        let mut h = Harness::with(controller(which));
         for op in &ops {
             let granted = h.apply(op);
             h.check_invariants(&granted);
