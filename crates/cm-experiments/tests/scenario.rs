@@ -52,6 +52,22 @@ fn bad_values_are_errors() {
 }
 
 #[test]
+fn a_scenario_chooses_the_cm_controller() {
+    let run = |c: Option<&str>| {
+        let mut s = Scenario::from_toml(BASE).expect("valid");
+        s.cm_controller = c.map(str::to_string);
+        cm_experiments::simulate::run(&s)
+    };
+    assert!(run(Some("tfrc")).is_ok());
+    assert!(run(Some("iscc:l=2,capacity=1M")).is_ok());
+    let e = run(Some("iscc:l=0.5")).expect_err("l must exceed 1");
+    assert!(e.to_string().contains("cm_controller"), "{e}");
+    let bad = format!("cm_controller = \"reno\"\n{BASE}");
+    let e = Scenario::from_toml(&bad).expect_err("unknown controller");
+    assert!(e.to_string().contains("unknown controller"), "{e}");
+}
+
+#[test]
 fn shipped_scenarios_parse() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments/scenarios");
     let mut n = 0;
