@@ -67,17 +67,25 @@ mod tests {
         Rate::from_bytes_per_sec(b)
     }
 
+    /// A manager with one flow open to each address.
+    fn with_flows(addrs: &[&str]) -> (CongestionManager, Vec<crate::FlowId>) {
+        let mut cm = CongestionManager::new(Config::default()).unwrap();
+        let client = cm.register_client(Instant::ZERO).unwrap();
+        let flows = addrs
+            .iter()
+            .map(|a| {
+                cm.open(Instant::ZERO, client, OpenParams::to(a.parse().unwrap()))
+                    .unwrap()
+            })
+            .collect();
+        (cm, flows)
+    }
+
     #[test]
     fn two_flows_of_a_macroflow_share_one_estimate() {
-        let mut cm = CongestionManager::new(Config::default()).unwrap();
         let t0 = Instant::ZERO;
-        let client = cm.register_client(t0).unwrap();
-        let a = cm
-            .open(t0, client, OpenParams::to("192.0.2.1:80".parse().unwrap()))
-            .unwrap();
-        let b = cm
-            .open(t0, client, OpenParams::to("192.0.2.1:81".parse().unwrap()))
-            .unwrap();
+        let (mut cm, f) = with_flows(&["192.0.2.1:80", "192.0.2.1:81"]);
+        let (a, b) = (f[0], f[1]);
         let mf = cm.macroflow_of(a).unwrap();
         assert_eq!(cm.macroflow_of(b).unwrap(), mf);
 
@@ -120,15 +128,9 @@ mod tests {
 
     #[test]
     fn other_macroflows_are_untouched_and_bad_input_is_refused() {
-        let mut cm = CongestionManager::new(Config::default()).unwrap();
         let t0 = Instant::ZERO;
-        let client = cm.register_client(t0).unwrap();
-        let a = cm
-            .open(t0, client, OpenParams::to("192.0.2.1:80".parse().unwrap()))
-            .unwrap();
-        let other = cm
-            .open(t0, client, OpenParams::to("192.0.2.2:80".parse().unwrap()))
-            .unwrap();
+        let (mut cm, f) = with_flows(&["192.0.2.1:80", "192.0.2.2:80"]);
+        let (a, other) = (f[0], f[1]);
         for _ in 0..3 {
             cm.capacity_sample(t0, a, r(1000)).unwrap();
         }

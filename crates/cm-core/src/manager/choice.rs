@@ -19,10 +19,7 @@ impl CongestionManager {
         cfg: &ControllerConfig,
     ) -> Result<(), Error> {
         let now = self.tick(now);
-        let m = self
-            .macroflows
-            .get_mut(mf.key())
-            .ok_or(Error::UnknownMacroflow(mf))?;
+        let m = self.macroflow_mut(mf)?;
         let mut c = cfg.build(m.mtu);
         c.set_capacity(m.capacity);
         m.controller = c;
@@ -42,10 +39,7 @@ impl CongestionManager {
         capacity: Option<Rate>,
     ) -> Result<(), Error> {
         let now = self.tick(now);
-        let m = self
-            .macroflows
-            .get_mut(mf.key())
-            .ok_or(Error::UnknownMacroflow(mf))?;
+        let m = self.macroflow_mut(mf)?;
         let capacity = capacity.filter(|c| *c > Rate::ZERO);
         if m.capacity != capacity {
             m.capacity = capacity;
@@ -53,6 +47,15 @@ impl CongestionManager {
             self.after_change(now, mf);
         }
         Ok(())
+    }
+
+    fn macroflow_mut(
+        &mut self,
+        mf: MacroflowId,
+    ) -> Result<&mut crate::macroflow::Macroflow, Error> {
+        self.macroflows
+            .get_mut(mf.key())
+            .ok_or(Error::UnknownMacroflow(mf))
     }
 
     /// The capacity estimate macroflow `mf` runs on, if any.
