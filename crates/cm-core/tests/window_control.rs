@@ -229,3 +229,76 @@ fn regression_open_loop_sends_about_one_window_when_the_half_life_is_floored() {
         "{open_loop} B sent open loop in 50 ms of silence, window {window} B"
     );
 }
+
+/// Regression (found by `scalability-t1`): a rate-based flow at a low rate
+/// is not aged between its own packets. A streaming flow at the 14 kbit/s
+/// base layer sends a bunch of three 1472-byte packets every 2.5 s; when one
+/// is lost, it stays in flight until the next bunch reveals the gap, and
+/// aging after srtt + 4 rttvar halved the rate a dozen times in between,
+/// pinning the flow at its floor. Aging now waits four packet times at the
+/// controller's rate for rate-based controllers; a window-based flow keeps
+/// the papers' rule.
+#[test]
+fn regression_a_slow_rate_based_flow_is_not_aged_between_its_packets() {
+    let aging_steps = |spec: &str| {
+        let cfg = Config {
+            mtu: Bytes(1472),
+            controller: spec.parse().unwrap(),
+            ..Config::default()
+        };
+        let mut cm = CongestionManager::new(cfg).unwrap();
+        let c = cm.register_client(Instant::ZERO).unwrap();
+        let f = cm
+            .open(
+                Instant::ZERO,
+                c,
+                OpenParams::to("192.0.2.1:9".parse().unwrap()),
+            )
+            .unwrap();
+        let mf = cm.macroflow_of(f).unwrap();
+        let t = |ms: u64| Instant::from_micros(ms * 1000);
+        // A first report gives an RTT sample of 100 ms.
+        send_round(&mut cm, f, t(0), 1);
+        cm.update(t(100), f, Feedback::acked(1472, Duration::from_millis(100)))
+            .unwrap();
+        // A bunch of three (as the shaper releases it); the report 100 ms
+        // after the last covers two of them.
+        cm.request_mtus(t(200), f, 3).unwrap();
+        let (mut sent, mut ms) = (0, 200);
+        while sent < 3 * 1472 && ms < 5_000 {
+            cm.handle_timeout(t(ms));
+            while let Some(ev) = cm.poll_event() {
+                if let Event::Grant { bytes, .. } = ev {
+                    cm.notify(t(ms), f, bytes).unwrap();
+                    sent += bytes.get();
+                }
+            }
+            ms += 10;
+        }
+        assert_eq!(sent, 3 * 1472);
+        let start = cm.macroflow_info(mf).unwrap().aging_steps;
+        cm.update(
+            t(ms + 100),
+            f,
+            Feedback::acked(2 * 1472, Duration::from_millis(100)),
+        )
+        .unwrap();
+        for later in (ms + 100..=ms + 2_500).step_by(50) {
+            cm.handle_timeout(t(later));
+        }
+        assert_eq!(start, 0);
+        cm.macroflow_info(mf).unwrap().aging_steps
+    };
+    let base = "min_rate=14k,initial_rate=14k,slow_start=false";
+    assert_eq!(
+        aging_steps(&format!("iscc:capacity=1544k,{base}")),
+        0,
+        "iscc"
+    );
+    assert_eq!(
+        aging_steps(&format!("aimd:mode=rate,mtu_rtt=1k,{base}")),
+        0,
+        "rate-based aimd"
+    );
+    assert!(aging_steps("aimd") > 0, "window-based AIMD ages as before");
+}

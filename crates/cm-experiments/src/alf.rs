@@ -474,6 +474,8 @@ pub struct AlfReceiver {
     apps: Vec<RxApp>,
     /// Every capacity sample taken: (when, app, sample).
     pub samples: Vec<(Instant, u32, Rate)>,
+    /// Whether reports carry the report wait (see [`AlfReceiver::with_echo_delay`]).
+    echo_delay: bool,
 }
 
 impl AlfReceiver {
@@ -486,21 +488,33 @@ impl AlfReceiver {
             },
             apps: Vec::new(),
             samples: Vec::new(),
+            echo_delay: false,
         }
+    }
+
+    /// The same receiver, reporting how long the newest datagram waited
+    /// for the report, as the shipped CC-UDP receiver does, so the sender's
+    /// RTT samples are the path's (rate-based controllers use the RTT as
+    /// their control interval, TFRC in its equation).
+    pub fn with_echo_delay(mut self) -> Self {
+        self.echo_delay = true;
+        self
     }
 
     fn send(&mut self, i: usize, ack: Option<Ack>, ctx: &mut Ctx<'_, AlfPacket>) {
         let (Some(mut ack), Some((to, tag))) = (ack, self.apps[i].sender) else {
             return;
         };
-        // The experiments' receiver does not time how long the newest
-        // datagram waited for the report: its RTT samples include that
-        // wait (up to one report interval), as the aging experiment's
+        // By default the experiments' receiver does not time how long the
+        // newest datagram waited for the report: its RTT samples include
+        // that wait (up to one report interval), as the aging experiment's
         // checks are calibrated with. The shipped CC-UDP receiver reports
         // the wait and the sender subtracts it; with it, sparse reports
         // give the true path RTT and both half-lives age alike in the
         // quick sweep (302 vs 302 lost).
-        ack.echo_delay_us = 0;
+        if !self.echo_delay {
+            ack.echo_delay_us = 0;
+        }
         let samples = std::mem::take(&mut self.apps[i].pending);
         let report = AlfPacket::Report {
             app: i as u32,

@@ -56,6 +56,12 @@ pub trait Controller: fmt::Debug + Send {
     fn pacing_rate(&self, srtt: Option<Duration>) -> Option<Rate>;
     /// Whether the controller is probing exponentially (slow start).
     fn in_slow_start(&self) -> bool;
+    /// Whether the controller is rate-based: it sends at its rate between
+    /// reports, so a slow sender's feedback comes at most once per few
+    /// packets, not once per RTT (the manager's aging waits for that).
+    fn rate_based(&self) -> bool {
+        false
+    }
     /// The maximum transmission unit changed.
     fn set_mtu(&mut self, mtu: Bytes);
     /// Feedback: bytes received.
@@ -162,6 +168,9 @@ impl Controller for AnyController {
     }
     fn in_slow_start(&self) -> bool {
         dispatch!(self, c => c.in_slow_start())
+    }
+    fn rate_based(&self) -> bool {
+        dispatch!(self, c => c.rate_based())
     }
     fn set_mtu(&mut self, mtu: Bytes) {
         dispatch!(self, c => c.set_mtu(mtu))

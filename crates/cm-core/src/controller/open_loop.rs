@@ -268,6 +268,10 @@ impl Controller for OpenLoop {
         self.slow_start
     }
 
+    fn rate_based(&self) -> bool {
+        true
+    }
+
     fn set_mtu(&mut self, mtu: Bytes) {
         self.mtu = Bytes(mtu.0.max(1));
         self.clamp();

@@ -177,7 +177,21 @@ impl CongestionManager {
             (Some(srtt), None) => srtt + self.cfg.aging_grace,
             _ => self.cfg.initial_rto,
         };
-        Some(m.feedback_clock + late)
+        // For a rate-based controller, nor before the data itself could
+        // have produced a response: a slow sender's receiver has nothing to
+        // report between its packets (RFC 5348 §4.4 arms TFRC's no-feedback
+        // timer at max(4R, 2s/X) for this reason). Four packet times at the
+        // controller's rate cover a packet bunch of three (iscc §VI-B) and
+        // the next one. ACK-clocked windows keep the papers' rule.
+        let packets = if m.controller.rate_based() {
+            m.controller
+                .rate(m.rtt.srtt())
+                .and_then(|r| r.time_to_send(Bytes(m.mtu.get().saturating_mul(4))))
+                .unwrap_or(Duration::ZERO)
+        } else {
+            Duration::ZERO
+        };
+        Some(m.feedback_clock + late.max(packets))
     }
 
     /// `cm_register_update`: turn rate-change events for this flow on or off.

@@ -304,6 +304,10 @@ impl Controller for Tfrc {
         !self.history.has_loss()
     }
 
+    fn rate_based(&self) -> bool {
+        true
+    }
+
     fn set_mtu(&mut self, mtu: Bytes) {
         self.mtu = Bytes(mtu.0.max(1));
         if let Some(x) = self.x {

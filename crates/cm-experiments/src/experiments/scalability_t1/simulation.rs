@@ -222,7 +222,10 @@ pub fn run(p: &T1Params) -> Result<T1Run, AlfError> {
             .with_timeouts();
         sim.attach(tx, AlfSender::new(cfg.clone(), vec![app])?)?;
         // NACK-based: one report per RTT (iscc §II: R = RTT).
-        sim.attach(rx, AlfReceiver::new(Reporting::Every(rtt)))?;
+        sim.attach(
+            rx,
+            AlfReceiver::new(Reporting::Every(rtt)).with_echo_delay(),
+        )?;
     }
     let last_start = p.stagger_s * p.n.saturating_sub(1) as f64;
     let end_s = (last_start + p.after_last_s).ceil() as u64;
