@@ -129,12 +129,11 @@ impl Daemon {
 
     /// `SetController`: run `spec` on the flow's macroflow. The text comes
     /// from the client: it is parsed, never trusted (a spec that does not
-    /// parse is refused with the parser's reason).
+    /// parse is refused with the parser's reason). Not logged: a client
+    /// may call it at its message rate; `cm stat` shows the result.
     pub(super) fn set_controller(
         &mut self,
         now: cm_core::Instant,
-        token: u64,
-        uid: u32,
         seq: u32,
         flow: FlowId,
         spec: &str,
@@ -154,11 +153,6 @@ impl Daemon {
         self.core
             .set_controller(now, mf, &cfg)
             .map_err(|e| code_of(&e))?;
-        crate::log!(
-            info,
-            "msg=\"controller set\" session={token} uid={uid} macroflow={} controller=\"{cfg}\"",
-            mf.to_u64()
-        );
         Ok(Some(ToClient::Done { seq }))
     }
 
