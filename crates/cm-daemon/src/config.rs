@@ -2,7 +2,8 @@
 //!
 //! ```toml
 //! socket = "/run/cm.sock"          # control socket path
-//! initial_window = 10              # segments (RFC 6928)
+//! controller = "aimd"              # of new macroflows, e.g. "iscc:l=2" (cm_core::controller::spec)
+//! initial_window = 10              # segments (RFC 6928), for aimd
 //! scheduler = "round-robin"        # or "weighted"
 //! aging = "min-rtt"                # or "srtt", "off" (sigcomm1999 §4.4)
 //! share_across_users = false       # flows of different uids never share a macroflow
@@ -15,6 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
+use cm_core::controller::{AimdConfig, ControllerConfig};
 use cm_core::{Aging, Bytes, Config};
 use serde::Deserialize;
 
@@ -33,7 +35,13 @@ pub const MAX_SPIN_US: u64 = 10_000;
 pub struct DaemonConfig {
     /// The control socket path (default: libcm's default path).
     pub socket: Option<PathBuf>,
-    /// Initial window in segments of the default MTU (RFC 6928: 10).
+    /// The controller of every new macroflow, in the text form of
+    /// [`cm_core::controller::spec`] (`aimd`, `iiad:mode=window`,
+    /// `iscc:l=2`, ...). Clients may choose another for their flows'
+    /// macroflows (`cm_set_controller`).
+    pub controller: String,
+    /// Initial window in segments of the default MTU (RFC 6928: 10), for
+    /// the `aimd` controller.
     pub initial_window: u64,
     /// `round-robin` or `weighted` (sigcomm1999 §4.6).
     pub scheduler: String,
@@ -70,6 +78,7 @@ impl Default for DaemonConfig {
     fn default() -> Self {
         DaemonConfig {
             socket: None,
+            controller: "aimd".into(),
             initial_window: 10,
             scheduler: "weighted".into(),
             aging: "min-rtt".into(),
@@ -127,11 +136,18 @@ impl DaemonConfig {
         if self.initial_window == 0 || self.initial_window > 1000 {
             return invalid("initial_window must be in 1..=1000 segments".into());
         }
-        cfg.controller =
-            cm_core::controller::ControllerConfig::Aimd(cm_core::controller::AimdConfig {
+        cfg.controller = match self
+            .controller
+            .parse::<ControllerConfig>()
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?
+        {
+            // Plain `aimd`: the papers' AIMD with the configured initial window.
+            ControllerConfig::Aimd(_) => ControllerConfig::Aimd(AimdConfig {
                 initial_window: Some(Bytes(self.initial_window * cfg.mtu.get())),
                 ..Default::default()
-            });
+            }),
+            other => other,
+        };
         if self.spin_us > MAX_SPIN_US {
             return invalid(format!(
                 "spin_us must be at most {MAX_SPIN_US} (a spin is a short wait, not a loop)"
@@ -175,5 +191,44 @@ mod tests {
         let text = include_str!("../../../contrib/cmd.toml");
         let c: DaemonConfig = toml::from_str(text).expect("contrib/cmd.toml parses");
         assert_eq!(c, DaemonConfig::default());
+    }
+
+    /// `controller` picks the controller of new macroflows; plain `aimd`
+    /// (the default) keeps `initial_window`; a bad spec is refused with
+    /// the parser's words.
+    #[test]
+    fn the_controller_is_a_spec() {
+        let c = DaemonConfig::default().core_config().expect("defaults");
+        match &c.controller {
+            ControllerConfig::Aimd(a) => {
+                assert_eq!(a.initial_window, Some(Bytes(10 * c.mtu.get())));
+            }
+            other => panic!("default controller {other:?}"),
+        }
+        let c: DaemonConfig =
+            toml::from_str("controller = \"aimd\"\ninitial_window = 4").expect("parses");
+        let core = c.core_config().expect("valid");
+        assert_eq!(
+            core.controller,
+            ControllerConfig::Aimd(AimdConfig {
+                initial_window: Some(Bytes(4 * core.mtu.get())),
+                ..Default::default()
+            })
+        );
+        let c: DaemonConfig = toml::from_str("controller = \"iscc:l=2\"").expect("parses");
+        let core = c.core_config().expect("valid");
+        assert_eq!(core.controller, "iscc:l=2".parse().expect("a spec"));
+        for bad in ["iscc:l=0.5", "tcp-vegas", "iiad:mode=sideways"] {
+            let c = DaemonConfig {
+                controller: bad.into(),
+                ..DaemonConfig::default()
+            };
+            let err = c.core_config().expect_err(bad).to_string();
+            let why = bad
+                .parse::<ControllerConfig>()
+                .expect_err("a bad spec")
+                .to_string();
+            assert_eq!(err, why);
+        }
     }
 }

@@ -17,7 +17,11 @@ struct Args {
     /// TOML configuration file (flags override it).
     #[arg(long, short)]
     config: Option<PathBuf>,
-    /// Initial window in segments (RFC 6928 default: 10).
+    /// Controller of new macroflows, e.g. aimd, iiad:mode=window, iscc:l=2
+    /// (cm_core::controller::spec; default aimd).
+    #[arg(long)]
+    controller: Option<String>,
+    /// Initial window in segments, for aimd (RFC 6928 default: 10).
     #[arg(long)]
     initial_window: Option<u64>,
     /// Scheduler: weighted or round-robin.
@@ -69,6 +73,7 @@ fn main() -> anyhow::Result<()> {
         None => cm_daemon::DaemonConfig::default(),
     };
     // Flags override the file.
+    set(&mut cfg.controller, a.controller);
     set(&mut cfg.initial_window, a.initial_window);
     set(&mut cfg.scheduler, a.scheduler);
     set(&mut cfg.aging, a.aging);

@@ -77,3 +77,22 @@ fn bad_configuration_is_a_clear_error() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_bad_controller_spec_is_a_clear_error() {
+    let dir = temp_dir("ctl");
+    let sock = dir.join("cm.sock");
+    let out = Command::new(env!("CARGO_BIN_EXE_cmd"))
+        .args([
+            "--socket",
+            sock.to_str().unwrap(),
+            "--controller",
+            "iscc:l=0.5",
+        ])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("controller \"iscc:l=0.5\""), "{err}");
+}

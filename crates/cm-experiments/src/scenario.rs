@@ -26,12 +26,25 @@
 //! dst = "right1"
 //! start = 0.0
 //! sack = false             # TCP SACK (newreno, tcpcm, web), default false
+//! controller = "iscc:l=2"  # CM flows (tcpcm, audio): the host's controller
 //! ```
 //!
 //! The bottleneck link's own delay is `delay_ms - 2 * access.delay_ms`
 //! (sigcomm1999 dumbbell, `cm_sim::DumbbellConfig::sigcomm1999`); the
 //! bandwidth-delay product is `rate_bps * 2 * delay_ms`, in bytes.
+//!
+//! `controller` takes the text form of [`cm_core::controller::spec`]
+//! (`aimd`, `iiad`, `sqrt:mode=window`, `iscc:l=2,capacity=1M`, ...) and
+//! sets the controller of every macroflow of the flow's CM host (its
+//! `host`): flows naming the same host share its CM and their macroflow,
+//! so two of them giving different controllers is an error, and a flow
+//! without the key runs what the others on its host chose. Without any,
+//! and with plain `aimd`, a host runs the papers' AIMD with
+//! `cm_initial_window`. Only CM transports (`tcpcm`, `audio`) take the key.
 
+use std::collections::BTreeMap;
+
+use cm_core::controller::ControllerConfig;
 use serde::{Deserialize, Serialize};
 
 /// Why a scenario is unusable. Each message ends with its underlying error;
@@ -189,6 +202,10 @@ pub struct FlowSpec {
     /// follows the SYN (`cm_transport::TcpConfig::sack`).
     #[serde(default)]
     pub sack: bool,
+    /// The controller of the flow's CM host, in the text form of
+    /// [`cm_core::controller::spec`] (tcpcm, audio; see the module docs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<String>,
 }
 
 impl FlowSpec {
@@ -216,6 +233,7 @@ impl FlowSpec {
             think_s: None,
             trace: false,
             sack: false,
+            controller: None,
         }
     }
 
@@ -301,6 +319,42 @@ fn check_time(what: &str, t: f64) -> Result<(), ScenarioError> {
 }
 
 impl Scenario {
+    /// The controller each CM host runs, by host name, for the hosts whose
+    /// flows give one (parsed from the flows' `controller` keys; flows of
+    /// one host must agree).
+    pub fn host_controllers(&self) -> Result<BTreeMap<String, ControllerConfig>, ScenarioError> {
+        let mut chosen: BTreeMap<String, (ControllerConfig, &str)> = BTreeMap::new();
+        for f in &self.flows {
+            let Some(spec) = &f.controller else {
+                continue;
+            };
+            let cfg: ControllerConfig = spec
+                .parse()
+                .map_err(|e| ScenarioError::Invalid(format!("flow {:?}: {e}", f.name)))?;
+            if !matches!(f.transport()?, Transport::Tcpcm | Transport::Audio) {
+                return bad(format!(
+                    "flow {:?}: controller is for flows on the CM (tcpcm, audio), not {}",
+                    f.name, f.transport
+                ));
+            }
+            let host = f.host_name();
+            match chosen.get(&host) {
+                Some((other, by)) if *other != cfg => {
+                    return bad(format!(
+                        "flows {by:?} and {:?} share host {host:?} (its CM and macroflow) \
+                         but give it different controllers",
+                        f.name
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    chosen.insert(host, (cfg, &f.name));
+                }
+            }
+        }
+        Ok(chosen.into_iter().map(|(h, (c, _))| (h, c)).collect())
+    }
+
     /// Parses and validates TOML text.
     pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
         let s: Scenario = toml::from_str(text)?;
@@ -408,6 +462,7 @@ impl Scenario {
                 ));
             }
         }
+        self.host_controllers()?;
         Ok(())
     }
 }

@@ -160,14 +160,20 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
         controller,
         ..Config::default()
     };
+    // The flows' `controller` keys, per sender host; plain `aimd` is the
+    // scenario's AIMD (with `cm_initial_window`).
+    let controllers = s.host_controllers()?;
     let mut hosts: Vec<CmHost> = Vec::new();
-    for &n in &d.left_hosts {
-        hosts.push(
-            CmHost::new(n, cm_cfg.clone()).map_err(|e| ScenarioError::Host {
-                flow: String::new(),
-                error: e,
-            })?,
-        );
+    for (name, &n) in left.iter().zip(&d.left_hosts) {
+        let mut cfg = cm_cfg.clone();
+        match controllers.get(name) {
+            None | Some(ControllerConfig::Aimd(_)) => {}
+            Some(c) => cfg.controller = c.clone(),
+        }
+        hosts.push(CmHost::new(n, cfg).map_err(|e| ScenarioError::Host {
+            flow: String::new(),
+            error: e,
+        })?);
     }
     let mut receivers: Vec<ReceiverHost> =
         d.right_hosts.iter().map(|_| ReceiverHost::new()).collect();

@@ -116,3 +116,78 @@ fn a_chain_printer_shows_each_cause_once() {
         )
     );
 }
+
+/// The `controller` key of a flow: parsed as a controller spec, one per CM
+/// host, only on CM transports.
+#[test]
+fn a_flow_names_its_hosts_controller() {
+    let with = |spec: &str| {
+        BASE.replace(
+            "transport = \"tcpcm\"",
+            &format!("transport = \"tcpcm\"\ncontroller = \"{spec}\""),
+        )
+    };
+    let s = Scenario::from_toml(&with("iscc:l=2,capacity=1M")).expect("valid");
+    let c = s.host_controllers().expect("one controller");
+    assert_eq!(
+        c.get("h-a"),
+        Some(&"iscc:l=2,capacity=1000000".parse().expect("a spec"))
+    );
+    assert_eq!(s.flows[1].controller, None);
+
+    // A spec that does not parse: the parser's words, naming the flow.
+    let e = Scenario::from_toml(&with("iscc:l=0.5")).expect_err("must fail");
+    assert!(
+        e.to_string().contains("flow \"a\"") && e.to_string().contains("iscc:l=0.5"),
+        "{e}"
+    );
+    // Not on a flow that runs no CM.
+    let newreno = with("iiad").replace("\"tcpcm\"", "\"newreno\"");
+    let e = Scenario::from_toml(&newreno).expect_err("must fail");
+    assert!(e.to_string().contains("tcpcm, audio"), "{e}");
+
+    // Two flows on one host share its CM: they must agree (equal specs
+    // written differently do).
+    let two = |a: &str, b: &str| {
+        format!(
+            "{BASE}\n[[flow]]\nname = \"b\"\ntransport = \"tcpcm\"\nhost = \"h-a\"\ncontroller = \"{b}\"\n"
+        )
+        .replace("transport = \"tcpcm\"\n[[flow]]\nname = \"w\"", &format!("transport = \"tcpcm\"\ncontroller = \"{a}\"\n[[flow]]\nname = \"w\""))
+    };
+    let e = Scenario::from_toml(&two("iscc", "iiad")).expect_err("must fail");
+    assert!(e.to_string().contains("different controllers"), "{e}");
+    let s = Scenario::from_toml(&two("iscc", "iscc:l=2,m_i=20")).expect("they agree");
+    assert_eq!(s.host_controllers().expect("one").len(), 1);
+}
+
+/// `controller = "aimd"` is the scenario's own AIMD: the run is the same
+/// to the byte as without the key. Another controller runs and changes it.
+#[test]
+fn plain_aimd_changes_nothing_and_another_controller_runs() {
+    let json = |text: &str| {
+        let s = Scenario::from_toml(text).expect("valid");
+        serde_json::to_string(&run(&s).expect("runs")).expect("json")
+    };
+    let with = |spec: &str| {
+        BASE.replace(
+            "transport = \"tcpcm\"",
+            &format!("transport = \"tcpcm\"\ncontroller = \"{spec}\""),
+        )
+    };
+    let base = json(BASE);
+    assert_eq!(json(&with("aimd")), base);
+    let iiad = json(&with("iiad:mode=window"));
+    assert_ne!(iiad, base);
+    let v: serde_json::Value = serde_json::from_str(&iiad).expect("json");
+    assert!(
+        v["flows"][0]["goodput_bps"].as_f64().expect("field") > 100_000.0,
+        "{v}"
+    );
+    let iscc = json(&with("iscc:l=2,capacity=1M"));
+    let v: serde_json::Value = serde_json::from_str(&iscc).expect("json");
+    assert!(
+        v["flows"][0]["goodput_bps"].as_f64().expect("field") > 100_000.0,
+        "{v}"
+    );
+    assert_eq!(v["errors"], serde_json::json!([]), "{v}");
+}

@@ -106,7 +106,8 @@
  *     after any of them. SIGIO is daemon mode only: in embedded mode
  *     cm_enable_sigio() returns -EOPNOTSUPP (nothing outside the process
  *     would raise it). A call that waits for the daemon's reply (cm_open,
- *     cm_mtu, cm_query, cm_getmacroflow, cm_setmacroflow, cm_bulk_query)
+ *     cm_mtu, cm_query, cm_getmacroflow, cm_setmacroflow, cm_bulk_query,
+ *     cm_set_controller)
  *     may read grants on the way: cm_fd() still shows them (over the
  *     shared-memory rings, the default; with CM_TRANSPORT=socket call
  *     cm_fd() again before sleeping after such calls), SIGIO does not, so
@@ -121,6 +122,19 @@
  *     socket, and cm_enable_sigio() asks the daemon to nudge the socket.
  *     CM_TRANSPORT=socket in the environment keeps every frame on the
  *     socket, as the papers' libcm did.
+ * 13. Controllers (modern addition; the papers' CM runs AIMD on every
+ *     macroflow). cm_set_controller(flow, spec) runs another congestion
+ *     controller on the flow's macroflow, i.e. for every flow in it, from
+ *     now on; the daemon's default for new macroflows is its configuration
+ *     (cmd.toml "controller", default "aimd"). spec is NAME[:KEY=VALUE,...]:
+ *     "aimd", "iiad", "sqrt", "binomial:k=1,l=0" (binomial schemes,
+ *     rate-based unless mode=window), "iscc:l=2" (ISCC); the grammar is in
+ *     docs/api.md "Choosing the controller". A spec that does not parse,
+ *     or is not UTF-8, is -EINVAL. cm_set_capacity(flow, bits_per_sec)
+ *     gives the macroflow's controller the bottleneck capacity of the path
+ *     (ISCC needs it; until it has one it runs AIMD), as the application or
+ *     its receiver estimates it; 0 forgets it. It is rounded down to whole
+ *     bytes per second. `cm stat` shows both per macroflow.
  *
  * Build: cc prog.c $(pkg-config --cflags --libs cm)
  */
@@ -223,6 +237,12 @@ cm_mflowid cm_getmacroflow(cm_flowid flow);
 cm_mflowid cm_setmacroflow(cm_mflowid mflow, cm_flowid flow);
 /** The flow's scheduler weight within its macroflow, 1..65535 (modern). */
 int cm_set_weight(cm_flowid flow, int weight);
+/** Run the controller spec, e.g. "iscc:l=2", on the flow's macroflow;
+ *  -EINVAL if it does not parse (deviation 13). */
+int cm_set_controller(cm_flowid flow, const char *spec);
+/** The bottleneck capacity of the flow's path in bit/s for its
+ *  macroflow's controller (ISCC); 0 forgets it (deviation 13). */
+int cm_set_capacity(cm_flowid flow, uint64_t bits_per_sec);
 
 /** One cm_request for each of n flows. */
 int cm_bulk_request(const cm_flowid *flows, size_t n);
@@ -285,6 +305,8 @@ int cm_ctx_close(cm_ctx *ctx, cm_flowid flow);
 cm_mflowid cm_ctx_getmacroflow(cm_ctx *ctx, cm_flowid flow);
 cm_mflowid cm_ctx_setmacroflow(cm_ctx *ctx, cm_mflowid mflow, cm_flowid flow);
 int cm_ctx_set_weight(cm_ctx *ctx, cm_flowid flow, int weight);
+int cm_ctx_set_controller(cm_ctx *ctx, cm_flowid flow, const char *spec);
+int cm_ctx_set_capacity(cm_ctx *ctx, cm_flowid flow, uint64_t bits_per_sec);
 int cm_ctx_bulk_request(cm_ctx *ctx, const cm_flowid *flows, size_t n);
 int cm_ctx_bulk_notify(cm_ctx *ctx, const cm_flowid *flows, const int64_t *nsent, size_t n);
 int cm_ctx_bulk_update(cm_ctx *ctx, const struct cm_feedback *fb, size_t n);

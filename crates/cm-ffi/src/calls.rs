@@ -4,7 +4,7 @@
 //! per-process context, `explicit_ctx.rs` as the `cm_ctx_*` calls on a
 //! handle the program owns.
 
-use std::ffi::{c_double, c_int, c_void};
+use std::ffi::{CStr, c_char, c_double, c_int, c_void};
 
 use cm_core::FlowId;
 
@@ -73,6 +73,36 @@ pub(crate) fn thresh_flow(
 pub(crate) fn set_weight(c: &cm_ctx, flow: cm_flowid, weight: c_int) -> Result<c_int, Code> {
     let w = u32::try_from(weight).map_err(|_| EINVAL)?;
     c.ctx.set_weight(flow_id(flow)?, w).map(|()| 0)
+}
+
+/// `cm_set_controller`: the spec's text form parsed here (not UTF-8 or not
+/// a spec: `-EINVAL`), run on the flow's macroflow.
+///
+/// # Safety
+/// `spec` is NULL or a NUL-terminated string.
+pub(crate) unsafe fn set_controller(
+    c: &cm_ctx,
+    flow: cm_flowid,
+    spec: *const c_char,
+) -> Result<c_int, Code> {
+    if spec.is_null() {
+        return Err(EFAULT);
+    }
+    let flow = flow_id(flow)?;
+    // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+    let text = unsafe { CStr::from_ptr(spec) };
+    let cfg = text
+        .to_str()
+        .map_err(|_| EINVAL)?
+        .parse::<cm_core::controller::ControllerConfig>()
+        .map_err(|_| EINVAL)?;
+    c.ctx.set_controller(flow, &cfg).map(|()| 0)
+}
+
+/// `cm_set_capacity`: bits per second (0 forgets the estimate).
+pub(crate) fn set_capacity(c: &cm_ctx, flow: cm_flowid, bits_per_sec: u64) -> Result<c_int, Code> {
+    let rate = (bits_per_sec > 0).then(|| cm_core::Rate::from_bits_per_sec(bits_per_sec));
+    c.ctx.set_capacity(flow_id(flow)?, rate).map(|()| 0)
 }
 
 /// `cm_getmacroflow`.

@@ -141,6 +141,28 @@ ctx_int!(
     fn cm_ctx_set_weight(flow: cm_flowid, weight: c_int) |c| calls::set_weight(c, flow, weight)
 );
 ctx_int!(
+    /// `cm_set_capacity` on a context.
+    fn cm_ctx_set_capacity(flow: cm_flowid, bits_per_sec: u64) |c| {
+        calls::set_capacity(c, flow, bits_per_sec)
+    }
+);
+
+/// `cm_set_controller` on a context.
+///
+/// # Safety
+/// `c` is NULL or live; `spec` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_ctx_set_controller(
+    c: *mut cm_ctx,
+    flow: cm_flowid,
+    spec: *const c_char,
+) -> c_int {
+    guard::int(|| {
+        // SAFETY: the caller's contract.
+        unsafe { calls::set_controller(ctx_ref(c)?, flow, spec) }
+    })
+}
+ctx_int!(
     /// `cm_register_send` on a context: `fn(ctx, flow, bytes, arg)`.
     fn cm_ctx_register_send(cmapp_send: Option<CtxSend>, arg: *mut c_void) |c| {
         c.ctx.register_send(cmapp_send.map(|f| SendCb::Ctx(f, arg as usize)));

@@ -217,6 +217,22 @@ pub extern "C" fn cm_set_weight(flow: cm_flowid, weight: c_int) -> c_int {
     guard::int(|| calls::set_weight(&*global()?, flow, weight))
 }
 
+/// Run the controller `spec` (e.g. "iscc:l=2") on the flow's macroflow.
+///
+/// # Safety
+/// `spec` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cm_set_controller(flow: cm_flowid, spec: *const c_char) -> c_int {
+    // SAFETY: the caller's contract.
+    guard::int(|| unsafe { calls::set_controller(&*global()?, flow, spec) })
+}
+
+/// The bottleneck capacity of the flow's path in bit/s (0 forgets it).
+#[unsafe(no_mangle)]
+pub extern "C" fn cm_set_capacity(flow: cm_flowid, bits_per_sec: u64) -> c_int {
+    guard::int(|| calls::set_capacity(&*global()?, flow, bits_per_sec))
+}
+
 /// `cm_bulk_request(flows, n)`: one MTU for each.
 ///
 /// # Safety

@@ -130,6 +130,19 @@ impl<'a> Reader<'a> {
         }
         Ok(some.then_some(v))
     }
+
+    /// A UTF-8 string of at most `max` bytes behind a u16 length (longer
+    /// or not UTF-8: `what`).
+    pub(crate) fn text(&mut self, max: usize, what: &'static str) -> Result<String, DecodeError> {
+        let len = usize::from(self.u16()?);
+        if len > max {
+            return Err(DecodeError::Invalid(what));
+        }
+        let bytes = self.take(len)?;
+        core::str::from_utf8(bytes)
+            .map(str::to_owned)
+            .map_err(|_| DecodeError::Invalid(what))
+    }
 }
 
 /// Appends fields to a byte vector.
@@ -192,4 +205,24 @@ impl Writer<'_> {
         self.bool(v.is_some());
         self.u64(v.unwrap_or(0));
     }
+    /// A u16 length and the string's bytes, cut to at most `max` bytes at a
+    /// character boundary (so what is written always decodes with the same
+    /// `max`; callers keep their strings within it).
+    pub(crate) fn text(&mut self, s: &str, max: usize) {
+        let s = truncate(s, max.min(usize::from(u16::MAX)));
+        self.u16(u16::try_from(s.len()).unwrap_or(u16::MAX));
+        self.buf.extend_from_slice(s.as_bytes());
+    }
+}
+
+/// `s` cut to at most `max` bytes, at a character boundary.
+pub(crate) fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }

@@ -17,7 +17,7 @@
 //! ([`cm_core::LossMode`], rates, RTTs, flow ids as integers). The daemon
 //! decodes [`ToDaemon`] and answers with [`ToClient`]; libcm does the reverse.
 //! Layout: [`ToDaemon`], [`ToClient`] and their values in `msg`, each message's
-//! tag and body layout in `msg/codec.rs`, the bounds-checked field reader in
+//! tag and body layout in `msg/codec/`, the bounds-checked field reader in
 //! `field.rs`, the frame header and batching in `frame.rs`.
 //!
 //! ## One message, encoded and decoded
@@ -75,10 +75,13 @@
 //! ## Replies
 //!
 //! Calls that return a value (`open`, `query`, `mtu`, `getmacroflow`,
-//! `setmacroflow`, `stat`) carry a client-chosen `seq` that the reply
-//! echoes. Fire-and-forget calls (`request`, `notify`, `update`, `close`,
-//! `thresh`, ...) get no reply; if one fails the daemon sends an
-//! [`ToClient::Error`] with `seq` 0 naming the flow.
+//! `setmacroflow`, `stat`, `set_controller`) carry a client-chosen `seq`
+//! that the reply echoes. Fire-and-forget calls (`request`, `notify`,
+//! `update`, `close`, `thresh`, `set_capacity`, ...) get no reply; if one
+//! fails the daemon sends an [`ToClient::Error`] with `seq` 0 naming the
+//! flow. A refusal that has more to say than its code (a controller spec
+//! that does not parse) is a [`ToClient::Refused`] with the reason in
+//! words.
 //!
 //! ## Waiting: spin, then block
 //!
@@ -122,7 +125,9 @@ pub use field::DecodeError;
 pub use frame::{Frame, decode_frame, decode_frame_each, decode_frame_into};
 pub use msg::Message;
 pub use msg::examples;
-pub use msg::{ErrorCode, Estimate, FlowStat, MacroflowStat, ToClient, ToDaemon};
+pub use msg::{
+    ErrorCode, Estimate, FlowStat, MAX_NAME, MAX_SPEC, MAX_WHY, MacroflowStat, ToClient, ToDaemon,
+};
 
 /// Where the daemon listens unless told otherwise: `$CM_SOCKET`, else
 /// `$XDG_RUNTIME_DIR/cm.sock`, else `/run/cm.sock` (one definition for the
@@ -137,8 +142,10 @@ pub fn default_socket_path() -> std::path::PathBuf {
     }
 }
 
-/// Protocol version carried in every frame header.
-pub const VERSION: u8 = 1;
+/// Protocol version carried in every frame header. Version 2 added the
+/// controller and capacity of a macroflow to [`MacroflowStat`] (and the
+/// `SetController`, `SetCapacity`, `Done` and `Refused` messages).
+pub const VERSION: u8 = 2;
 
 /// Frame magic, "CM" read as a little-endian u16.
 pub const MAGIC: u16 = u16::from_le_bytes(*b"CM");

@@ -1,15 +1,17 @@
 //! Building `cm stat` records from the core's snapshots (shared by the
 //! daemon and embedded mode so both report alike).
 
-use cm_core::{FlowInfo, MacroflowInfo};
+use cm_core::{FlowInfo, MacroflowInfo, Rate};
 
 use crate::msg::{Estimate, FlowStat, MacroflowStat};
 
 /// The uid meaning "shared by all users".
 pub const ALL_USERS: u32 = u32::MAX;
 
-/// A macroflow record; `uid` is the owner of its sharing partition.
-pub fn macroflow_stat(m: &MacroflowInfo, uid: u32) -> MacroflowStat {
+/// A macroflow record; `uid` is the owner of its sharing partition,
+/// `capacity` the bottleneck estimate it runs on
+/// (`CongestionManager::capacity`).
+pub fn macroflow_stat(m: &MacroflowInfo, uid: u32, capacity: Option<Rate>) -> MacroflowStat {
     MacroflowStat {
         id: m.id.to_u64(),
         dst: m.key.map(|k| k.dst),
@@ -23,6 +25,8 @@ pub fn macroflow_stat(m: &MacroflowInfo, uid: u32) -> MacroflowStat {
         }),
         in_flight: m.in_flight.get(),
         flows: u32::try_from(m.flows.len()).unwrap_or(u32::MAX),
+        controller: crate::field::truncate(m.controller, crate::msg::MAX_NAME).to_owned(),
+        capacity: capacity.map(Rate::bytes_per_sec),
     }
 }
 

@@ -23,7 +23,7 @@ use std::time::{Duration as StdDuration, Instant as StdInstant};
 use anyhow::{Context, Result, bail};
 use cm_transport::ccudp::feedback::Accounting;
 use cm_transport::ccudp::wire::{self, DATA_HEADER_LEN, DataHeader, Packet};
-use libcm::{Bytes, Cm, CmEvent, Duration, Feedback, FlowId};
+use libcm::{Bytes, Cm, CmEvent, ControllerConfig, Duration, Feedback, FlowId, Rate};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use serde::Serialize;
 
@@ -48,6 +48,15 @@ pub struct FlowArgs {
     /// Datagram size in bytes (at most the flow's MTU).
     #[arg(long, default_value_t = 1200)]
     pub size: usize,
+    /// Run this controller on the flow's macroflow (and so for every flow
+    /// in it), e.g. `iscc:l=2` or `iiad:mode=window` (docs/api.md
+    /// "Choosing the controller"); default: what the macroflow runs.
+    #[arg(long, value_name = "SPEC")]
+    pub controller: Option<ControllerConfig>,
+    /// The path's bottleneck capacity in Mbit/s, for the macroflow's
+    /// controller (ISCC runs on it; until it has one, AIMD).
+    #[arg(long, value_name = "MBIT")]
+    pub capacity: Option<f64>,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -235,6 +244,8 @@ impl Receiver {
 struct Summary {
     flow: u64,
     macroflow: u64,
+    /// The controller the macroflow ran at the end.
+    controller: String,
     pid: u32,
     dst: SocketAddr,
     secs: f64,
@@ -270,6 +281,11 @@ fn check(args: &FlowArgs) -> Result<()> {
     if args.size < DATA_HEADER_LEN || args.size > 65_000 {
         bail!("--size must be between {DATA_HEADER_LEN} and 65000 bytes");
     }
+    if let Some(c) = args.capacity {
+        if !(c.is_finite() && c > 0.0 && c <= 1e7) {
+            bail!("--capacity must be a positive number of Mbit/s");
+        }
+    }
     Ok(())
 }
 
@@ -304,6 +320,15 @@ fn send(cm: &mut Cm, args: &FlowArgs, dst: SocketAddr) -> Result<Summary> {
         .open(Some(sock.local_addr()?), dst)
         .context("cm_open at the daemon")?;
     let macroflow = cm.macroflow_of(flow)?.to_u64();
+    if let Some(c) = &args.controller {
+        cm.set_controller(flow, c).context("cm_set_controller")?;
+    }
+    if let Some(mbit) = args.capacity {
+        // Checked in `check`: positive and at most 10 Tbit/s.
+        let bits = (mbit * 1e6).round() as u64;
+        cm.set_capacity(flow, Some(Rate::from_bits_per_sec(bits)))
+            .context("cm_set_capacity")?;
+    }
     let size = args
         .size
         .min(usize::try_from(cm.mtu(flow)?).unwrap_or(usize::MAX));
@@ -405,12 +430,20 @@ fn send(cm: &mut Cm, args: &FlowArgs, dst: SocketAddr) -> Result<Summary> {
         }
     }
     let est = cm.query(flow)?;
+    let controller = cm
+        .stat()?
+        .macroflows
+        .into_iter()
+        .find(|m| m.id == macroflow)
+        .map(|m| m.controller)
+        .unwrap_or_default();
     cm.close(flow)?;
     let secs = start.elapsed().as_secs_f64();
     let s = state.borrow();
     Ok(Summary {
         flow: flow.to_u64(),
         macroflow,
+        controller,
         pid,
         dst,
         secs,
@@ -431,8 +464,8 @@ fn send(cm: &mut Cm, args: &FlowArgs, dst: SocketAddr) -> Result<Summary> {
 fn print_summary(s: &Summary) {
     let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
     println!(
-        "flow {} to {} (macroflow {}, pid {}): {:.1} s",
-        s.flow, s.dst, s.macroflow, s.pid, s.secs
+        "flow {} to {} (macroflow {}, {}, pid {}): {:.1} s",
+        s.flow, s.dst, s.macroflow, s.controller, s.pid, s.secs
     );
     println!(
         "  sent {} datagrams ({} bytes, {:.2} Mbit/s); acked {}, lost {}, received {}, expired grants {}",

@@ -85,6 +85,13 @@ pub struct MacroflowView {
     pub dst: Option<IpAddr>,
     /// Owner uid of its sharing partition; `None`: shared by all users.
     pub uid: Option<u32>,
+    /// The controller it runs (`aimd`, `iscc`, ...).
+    pub controller: String,
+    /// The bottleneck capacity estimate its controller was given
+    /// (`cm_set_capacity`), if any.
+    pub capacity_bytes_per_sec: Option<u64>,
+    /// The same in Mbit/s.
+    pub capacity_mbit: Option<f64>,
     /// Congestion window.
     pub window_bytes: u64,
     /// The macroflow's rate estimate.
@@ -156,6 +163,9 @@ impl MacroflowView {
             id: m.id,
             dst: m.dst,
             uid: (m.uid != ALL_USERS).then_some(m.uid),
+            controller: m.controller.clone(),
+            capacity_bytes_per_sec: m.capacity,
+            capacity_mbit: m.capacity.map(|c| mbit(c as f64)),
             window_bytes: m.window,
             rate_bytes_per_sec: rate,
             rate_mbit: rate.map(|r| mbit(r as f64)),
@@ -288,6 +298,8 @@ fn macroflow_header(measured: bool) -> Vec<String> {
         "MACROFLOW",
         "DESTINATION",
         "UID",
+        "CONTROLLER",
+        "CAPACITY(Mbit/s)",
         "WINDOW",
         "RATE(Mbit/s)",
         "SRTT",
@@ -309,6 +321,8 @@ fn macroflow_row(m: &MacroflowView, measured: bool) -> Vec<String> {
         m.id.to_string(),
         dash(m.dst, |d| d.to_string()),
         m.uid.map_or_else(|| "all".to_string(), |u| u.to_string()),
+        m.controller.clone(),
+        dash(m.capacity_mbit, fmt_mbit),
         fmt::bytes(m.window_bytes),
         dash(m.rate_mbit, fmt_mbit),
         dash(m.srtt_us, fmt::micros),
@@ -443,6 +457,8 @@ mod tests {
                     estimate: none,
                     in_flight: 0,
                     flows: 0,
+                    controller: "aimd".into(),
+                    capacity: None,
                 },
                 MacroflowStat {
                     id: 1,
@@ -452,6 +468,8 @@ mod tests {
                     estimate: known,
                     in_flight: 5840,
                     flows: 2,
+                    controller: "iscc".into(),
+                    capacity: Some(12_500_000),
                 },
             ],
             flows: vec![flow(5, 9002, none), flow(4, 9001, known)],
@@ -474,6 +492,12 @@ mod tests {
             serde_json::Value::Null
         );
         assert_eq!(j["macroflows"][0]["dst"], "127.0.0.1");
+        assert_eq!(j["macroflows"][0]["controller"], "iscc");
+        assert_eq!(j["macroflows"][0]["capacity_mbit"], 100.0);
+        assert_eq!(
+            j["macroflows"][1]["capacity_bytes_per_sec"],
+            serde_json::Value::Null
+        );
         assert!(j["macroflows"][0].get("send_mbit").is_none());
     }
 
@@ -485,6 +509,11 @@ mod tests {
         assert!(lines[1].starts_with("1          127.0.0.1"), "{text}");
         assert!(
             lines[1].contains("10.00") && lines[1].contains("850 us"),
+            "{text}"
+        );
+        assert!(lines[0].contains("CONTROLLER  CAPACITY(Mbit/s)"), "{text}");
+        assert!(
+            lines[1].contains("iscc") && lines[1].contains("100.0"),
             "{text}"
         );
         // The flow table: header and rows end at the same column.

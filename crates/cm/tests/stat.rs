@@ -275,6 +275,64 @@ fn a_flow_reports_what_it_sent() {
     assert!(loopback_flows(&stat).is_empty(), "{stat:#}");
 }
 
+/// `cm flow --controller --capacity` choose what the flow's macroflow
+/// runs; `cm stat` and `cm query` show it, the summary names it, and a
+/// spec that does not parse is refused before anything starts.
+#[test]
+fn a_flow_chooses_its_macroflows_controller() {
+    let d = TestDaemon::start();
+    let dst = format!("127.0.0.1:{}", free_port());
+    let mut kids = Children(vec![
+        Command::new(env!("CARGO_BIN_EXE_cm"))
+            .args(["flow", &dst, "--socket", &d.socket, "--secs", "3"])
+            .args(["--rate-limit", "20", "--json"])
+            .args(["--controller", "iscc:l=2", "--capacity", "50"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    ]);
+    let loopback = |v: &Value| -> Option<Value> {
+        v["macroflows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["dst"] == "127.0.0.1")
+            .cloned()
+    };
+    let chosen = |v: &Value| {
+        loopback(v).is_some_and(|m| m["controller"] == "iscc" && m["capacity_mbit"] == 50.0)
+    };
+    let stat = stat_until(&d.socket, 10, chosen);
+    assert!(chosen(&stat), "{stat:#}");
+    let m = loopback(&stat).unwrap();
+    assert_eq!(m["capacity_bytes_per_sec"], 6_250_000, "{stat:#}");
+    let text = String::from_utf8(cm(&["stat", "--socket", &d.socket]).stdout).unwrap();
+    assert!(
+        text.contains("CONTROLLER") && text.contains("iscc"),
+        "{text}"
+    );
+    let q = cm_json(&["query", "127.0.0.1", "--socket", &d.socket, "--json"]);
+    assert_eq!(q["macroflows"][0]["controller"], "iscc", "{q:#}");
+    let out = kids.0.remove(0).wait_with_output().unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["controller"], "iscc", "{v:#}");
+    assert!(v["sent_datagrams"].as_u64() > Some(10), "{v:#}");
+
+    let out = cm(&[
+        "flow",
+        &dst,
+        "--socket",
+        &d.socket,
+        "--controller",
+        "iscc:l=0.5",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("iscc:l=0.5") && err.contains("l > 1"), "{err}");
+}
+
 #[test]
 fn query_of_a_host_without_a_macroflow_says_so() {
     let d = TestDaemon::start();

@@ -13,6 +13,15 @@ pub enum CmError {
     /// The daemon refused the call.
     #[error("daemon refused: {0:?}")]
     Daemon(ErrorCode),
+    /// The CM refused the call and said why (a controller configuration
+    /// that is unusable; in either mode).
+    #[error("refused: {why}")]
+    Refused {
+        /// Why, as a code.
+        code: ErrorCode,
+        /// Why, in words.
+        why: String,
+    },
     /// The daemon refused an earlier fire-and-forget call on this flow.
     #[error("daemon refused an earlier call on flow {flow}: {code:?}")]
     Async {
@@ -50,6 +59,16 @@ pub enum CmError {
     Invalid(&'static str),
 }
 
+impl From<cm_core::controller::spec::SpecError> for CmError {
+    /// A controller spec that does not parse, refused as the daemon would.
+    fn from(e: cm_core::controller::spec::SpecError) -> Self {
+        CmError::Refused {
+            code: ErrorCode::InvalidArgument,
+            why: e.to_string(),
+        }
+    }
+}
+
 impl From<rustix::io::Errno> for CmError {
     fn from(e: rustix::io::Errno) -> Self {
         CmError::Io(e.into())
@@ -67,8 +86,12 @@ impl CmError {
             CmError::Core(E::LimitReached(_)) | CmError::Daemon(ErrorCode::LimitReached) => -24, // EMFILE
             CmError::Daemon(ErrorCode::PermissionDenied) => -1, // EPERM
             CmError::Daemon(ErrorCode::RateLimited) | CmError::QueueFull(_) => -11, // EAGAIN
-            CmError::Disconnected => -32,                       // EPIPE
-            CmError::NoDaemon { .. } => -111,                   // ECONNREFUSED
+            CmError::Refused { code, .. } => match code {
+                ErrorCode::InvalidArgument => -22, // EINVAL
+                c => CmError::Daemon(*c).code(),
+            },
+            CmError::Disconnected => -32,     // EPIPE
+            CmError::NoDaemon { .. } => -111, // ECONNREFUSED
             CmError::Io(e) => -e.raw_os_error().unwrap_or(5),
             CmError::Protocol(_) | CmError::Daemon(_) => -71, // EPROTO
             CmError::Core(_) | CmError::NotBuffered(_) | CmError::Invalid(_) => -22, // EINVAL

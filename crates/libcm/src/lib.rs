@@ -102,6 +102,7 @@ pub use backend::daemon::{IpcCounters, Transport};
 pub use ccudp::CcUdpSocket;
 pub use cm::stat::{FlowStat, MacroflowStat, Stat};
 pub use cm::{Cm, Mode, SendCallback, UpdateCallback};
+pub use cm_core::controller::ControllerConfig;
 pub use cm_core::{
     Bytes, Config, Duration, Feedback, FlowId, LossMode, MacroflowId, PathEstimate, Rate,
     Thresholds,

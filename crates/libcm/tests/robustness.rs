@@ -267,7 +267,7 @@ fn hostile_bytes_get_errors_and_everyone_else_is_served() {
     assert!(malformed(&raw::roundtrip(&fd, b"\xff\x00garbage")));
     assert!(malformed(&raw::roundtrip(
         &fd,
-        &[0x43, 0x4d, 1, 0, 5, 0, 1]
+        &[0x43, 0x4d, cm_ipc::VERSION, 0, 5, 0, 1]
     )));
     let mut fr = Frame::new();
     fr.push(&ToDaemon::Ping { seq: 1 });
@@ -296,7 +296,9 @@ fn hostile_bytes_get_errors_and_everyone_else_is_served() {
         }]
     ));
     // Introduced properly, guessing flow ids gets nothing.
-    fr.push(&ToDaemon::Hello { version: 1 });
+    fr.push(&ToDaemon::Hello {
+        version: cm_ipc::VERSION,
+    });
     fr.push(&ToDaemon::Query {
         seq: 3,
         flow: f.to_u64(),

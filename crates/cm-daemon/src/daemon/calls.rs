@@ -118,6 +118,8 @@ impl Daemon {
             ToDaemon::SetMacroflow { seq, target, .. } => {
                 self.set_macroflow(now, uid, seq, flow, target)
             }
+            ToDaemon::SetController { seq, spec, .. } => self.set_controller(now, seq, flow, &spec),
+            ToDaemon::SetCapacity { capacity, .. } => self.set_capacity(now, flow, capacity),
             // What the caller may see (stat.rs).
             ToDaemon::Stat { seq } => {
                 self.stat(token, uid, seq, None);

@@ -1,9 +1,16 @@
 //! Opening and closing flows and their macroflows (`cm_open`, `cm_close`,
-//! `cm_getmacroflow`, `cm_setmacroflow`), with the sharing rule of
-//! cm-implementation-linux §5 "Trust issues": flows of different users
-//! share a macroflow only when configured.
+//! `cm_getmacroflow`, `cm_setmacroflow`), the controller and capacity
+//! estimate of a flow's macroflow (`cm_set_controller`, `cm_set_capacity`),
+//! with the sharing rule of cm-implementation-linux §5 "Trust issues":
+//! flows of different users share a macroflow only when configured.
+//!
+//! Choosing the controller or the capacity acts on the whole macroflow, so
+//! on every flow in it: with `share_across_users`, on other users' flows
+//! to the same host too (the configuration that lets users share a
+//! macroflow lets each of them steer it).
 
-use cm_core::{ClientId, FlowId, MacroflowId, OpenParams};
+use cm_core::controller::ControllerConfig;
+use cm_core::{ClientId, FlowId, MacroflowId, OpenParams, Rate};
 use cm_ipc::{ErrorCode, ToClient};
 
 use super::Daemon;
@@ -118,5 +125,47 @@ impl Daemon {
             seq,
             id: id.to_u64(),
         }))
+    }
+
+    /// `SetController`: run `spec` on the flow's macroflow. The text comes
+    /// from the client: it is parsed, never trusted (a spec that does not
+    /// parse is refused with the parser's reason). Not logged: a client
+    /// may call it at its message rate; `cm stat` shows the result.
+    pub(super) fn set_controller(
+        &mut self,
+        now: cm_core::Instant,
+        seq: u32,
+        flow: FlowId,
+        spec: &str,
+    ) -> Reply {
+        let cfg = match spec.parse::<ControllerConfig>() {
+            Ok(c) => c,
+            Err(e) => {
+                return Ok(Some(ToClient::Refused {
+                    seq,
+                    flow: flow.to_u64(),
+                    code: ErrorCode::InvalidArgument,
+                    why: e.to_string(),
+                }));
+            }
+        };
+        let mf = self.core.macroflow_of(flow).map_err(|e| code_of(&e))?;
+        self.core
+            .set_controller(now, mf, &cfg)
+            .map_err(|e| code_of(&e))?;
+        Ok(Some(ToClient::Done { seq }))
+    }
+
+    /// `SetCapacity`: the flow's macroflow runs on this bottleneck capacity
+    /// estimate (bytes per second; `None` or 0 forgets it).
+    pub(super) fn set_capacity(
+        &mut self,
+        now: cm_core::Instant,
+        flow: FlowId,
+        capacity: Option<u64>,
+    ) -> Reply {
+        let mf = self.core.macroflow_of(flow).map_err(|e| code_of(&e))?;
+        let rate = capacity.map(Rate::from_bytes_per_sec);
+        done(self.core.set_capacity(now, mf, rate))
     }
 }

@@ -23,7 +23,11 @@ impl Daemon {
             }
             out.push(ToClient::StatMacroflow {
                 seq,
-                stat: cm_ipc::stat::macroflow_stat(&m, owner),
+                stat: cm_ipc::stat::macroflow_stat(
+                    &m,
+                    owner,
+                    self.core.capacity(id).ok().flatten(),
+                ),
             });
             if host.is_some() {
                 continue;

@@ -14,7 +14,8 @@ use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use cm_core::{Feedback, FlowId, MacroflowId, Thresholds};
+use cm_core::controller::ControllerConfig;
+use cm_core::{Feedback, FlowId, MacroflowId, Rate, Thresholds};
 use libcm::{Cm, CmError, CmEvent, Mode};
 
 use crate::convert::{estimate_out, flow_out, macroflow_out};
@@ -210,6 +211,14 @@ impl Ctx {
 
     pub(crate) fn set_weight(&self, flow: FlowId, w: u32) -> Result<(), Code> {
         self.with(|cm| cm.set_weight(flow, w))
+    }
+
+    pub(crate) fn set_controller(&self, flow: FlowId, cfg: &ControllerConfig) -> Result<(), Code> {
+        self.with_reply(|cm| cm.set_controller(flow, cfg))
+    }
+
+    pub(crate) fn set_capacity(&self, flow: FlowId, capacity: Option<Rate>) -> Result<(), Code> {
+        self.with(|cm| cm.set_capacity(flow, capacity))
     }
 
     pub(crate) fn register_send(&self, cb: Option<SendCb>) {

@@ -4,7 +4,7 @@
  *
  * Usage: api_test embedded | daemon   (daemon: $CM_SOCKET is the daemon)
  * In daemon mode, calls that need no reply (request, notify, update, close,
- * thresh, set_weight) are sent without waiting, so their refusals arrive
+ * thresh, set_weight, set_capacity) are sent without waiting, so their refusals arrive
  * later and the call itself returns 0: those checks accept 0 there.
  */
 #define _GNU_SOURCE
@@ -287,6 +287,23 @@ static void implicit_context(const char *sock) {
     EXPECT_EQ(cm_set_weight(fq, -1), -EINVAL);
     EXPECT_REFUSED_ASYNC(cm_set_weight(fq, 0), -EINVAL);
 
+    /* controllers and capacity (deviation 13) */
+    EXPECT_OK(cm_set_controller(fq, "iscc:l=2"));
+    EXPECT_OK(cm_set_capacity(fq, 10000000));
+    EXPECT_OK(cm_query(fq, NULL, NULL, NULL, NULL));
+    EXPECT_OK(cm_set_capacity(fq, 0));
+    EXPECT_OK(cm_set_controller(fq, " iiad : mode=window "));
+    EXPECT_EQ(cm_set_controller(fq, "iscc:l=0.5"), -EINVAL);
+    EXPECT_EQ(cm_set_controller(fq, "no-such-controller"), -EINVAL);
+    EXPECT_EQ(cm_set_controller(fq, ""), -EINVAL);
+    EXPECT_EQ(cm_set_controller(fq, "\xff\xfe"), -EINVAL);
+    EXPECT_EQ(cm_set_controller(fq, NULL), -EFAULT);
+    EXPECT_EQ(cm_set_controller(-1, "aimd"), -EINVAL);
+    EXPECT_EQ(cm_set_controller(987654, "aimd"), -ENOENT);
+    EXPECT_EQ(cm_set_capacity(-1, 1), -EINVAL);
+    EXPECT_REFUSED_ASYNC(cm_set_capacity(987654, 8000), -ENOENT);
+    EXPECT_OK(cm_set_controller(fq, "aimd"));
+
     /* bulk calls */
     cm_flowid fl[2] = {f, fq};
     int64_t ns[2] = {0, 0};
@@ -459,6 +476,8 @@ static void explicit_contexts(const char *sock) {
     EXPECT_EQ(cm_ctx_getmacroflow(NULL, 0), -EFAULT);
     EXPECT_EQ(cm_ctx_setmacroflow(NULL, -1, 0), -EFAULT);
     EXPECT_EQ(cm_ctx_set_weight(NULL, 0, 1), -EFAULT);
+    EXPECT_EQ(cm_ctx_set_controller(NULL, 0, "aimd"), -EFAULT);
+    EXPECT_EQ(cm_ctx_set_capacity(NULL, 0, 1), -EFAULT);
     EXPECT_EQ(cm_ctx_bulk_request(NULL, &one, 1), -EFAULT);
     EXPECT_EQ(cm_ctx_bulk_notify(NULL, &one, &zero, 1), -EFAULT);
     EXPECT_EQ(cm_ctx_bulk_update(NULL, &fb0, 1), -EFAULT);
@@ -520,6 +539,13 @@ static void explicit_contexts(const char *sock) {
     EXPECT(m2 >= 0 && m2 != m);
     EXPECT_EQ(cm_ctx_setmacroflow(c, m, f2), m);
     EXPECT_OK(cm_ctx_set_weight(c, f2, 2));
+    EXPECT_OK(cm_ctx_set_controller(c, f2, "sqrt"));
+    EXPECT_OK(cm_ctx_set_capacity(c, f2, 1000000));
+    EXPECT_EQ(cm_ctx_set_controller(c, f2, "sqrt:beta=0"), -EINVAL);
+    EXPECT_EQ(cm_ctx_set_controller(c, f2, NULL), -EFAULT);
+    EXPECT_EQ(cm_ctx_set_controller(c, 987654, "aimd"), -ENOENT);
+    EXPECT_OK(cm_ctx_set_capacity(c, f2, 0));
+    EXPECT_OK(cm_ctx_set_controller(c, f2, "aimd"));
 
     cm_flowid fl[2] = {f, f2};
     int64_t ns[2] = {0, 0};

@@ -107,6 +107,19 @@ pub fn to_daemon() -> Vec<ToDaemon> {
         ToDaemon::Ping { seq: 10 },
         ToDaemon::Attach { seq: 11 },
         ToDaemon::SocketDoorbell { on: true },
+        ToDaemon::SetController {
+            seq: 12,
+            flow: 7,
+            spec: "iscc:l=2,m_d=2,m_i=20".into(),
+        },
+        ToDaemon::SetCapacity {
+            flow: 7,
+            capacity: Some(1_250_000),
+        },
+        ToDaemon::SetCapacity {
+            flow: 7,
+            capacity: None,
+        },
     ]
 }
 
@@ -154,6 +167,22 @@ pub fn to_client() -> Vec<ToClient> {
                 estimate: est,
                 in_flight: 2920,
                 flows: 2,
+                controller: "iscc".into(),
+                capacity: Some(1_250_000),
+            },
+        },
+        ToClient::StatMacroflow {
+            seq: 9,
+            stat: MacroflowStat {
+                id: 4,
+                dst: None,
+                uid: u32::MAX,
+                window: 2920,
+                estimate: none,
+                in_flight: 0,
+                flows: 0,
+                controller: "aimd".into(),
+                capacity: None,
             },
         },
         ToClient::StatFlow {
@@ -176,6 +205,13 @@ pub fn to_client() -> Vec<ToClient> {
         ToClient::Attached {
             seq: 11,
             ring_bytes: 135_168,
+        },
+        ToClient::Done { seq: 12 },
+        ToClient::Refused {
+            seq: 13,
+            flow: 7,
+            code: ErrorCode::InvalidArgument,
+            why: "controller \"iscc:l=0.5\": l must be >= 1".into(),
         },
     ]
 }

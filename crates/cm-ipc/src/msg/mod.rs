@@ -157,7 +157,38 @@ pub enum ToDaemon {
         /// On or off.
         on: bool,
     },
+    /// Run the controller `spec` (the text form of
+    /// `cm_core::controller::ControllerConfig`, at most [`MAX_SPEC`]
+    /// bytes) on the flow's macroflow; answered by [`ToClient::Done`], or
+    /// by [`ToClient::Refused`] saying why the spec is unusable.
+    SetController {
+        /// Reply tag.
+        seq: u32,
+        /// The flow.
+        flow: u64,
+        /// The controller's text form, e.g. `iscc:l=2`.
+        spec: String,
+    },
+    /// The bottleneck capacity of the flow's macroflow in bytes per second,
+    /// as the application or its receiver estimates it (`None` or 0 forgets
+    /// it); ISCC uses it (iscc §V-D). No reply.
+    SetCapacity {
+        /// The flow.
+        flow: u64,
+        /// Bytes per second.
+        capacity: Option<u64>,
+    },
 }
+
+/// Longest controller spec a [`ToDaemon::SetController`] carries, in bytes.
+pub const MAX_SPEC: usize = 256;
+
+/// Longest controller name a [`MacroflowStat`] carries, in bytes.
+pub const MAX_NAME: usize = 64;
+
+/// Longest explanation a [`ToClient::Refused`] carries, in bytes (a longer
+/// one is cut at a character boundary).
+pub const MAX_WHY: usize = 1024;
 
 impl ToDaemon {
     /// The reply tag of a call the daemon answers with a reply echoing it
@@ -173,7 +204,8 @@ impl ToDaemon {
             | ToDaemon::Stat { seq }
             | ToDaemon::QueryHost { seq, .. }
             | ToDaemon::Ping { seq }
-            | ToDaemon::Attach { seq } => Some(seq),
+            | ToDaemon::Attach { seq }
+            | ToDaemon::SetController { seq, .. } => Some(seq),
             ToDaemon::Hello { .. }
             | ToDaemon::Close { .. }
             | ToDaemon::Request { .. }
@@ -182,6 +214,7 @@ impl ToDaemon {
             | ToDaemon::RateUpdates { .. }
             | ToDaemon::Thresh { .. }
             | ToDaemon::SetWeight { .. }
+            | ToDaemon::SetCapacity { .. }
             | ToDaemon::SocketDoorbell { .. } => None,
         }
     }
@@ -201,7 +234,9 @@ impl ToDaemon {
             | ToDaemon::Thresh { flow, .. }
             | ToDaemon::GetMacroflow { flow, .. }
             | ToDaemon::SetMacroflow { flow, .. }
-            | ToDaemon::SetWeight { flow, .. } => Some(flow),
+            | ToDaemon::SetWeight { flow, .. }
+            | ToDaemon::SetController { flow, .. }
+            | ToDaemon::SetCapacity { flow, .. } => Some(flow),
             ToDaemon::Hello { .. }
             | ToDaemon::Open { .. }
             | ToDaemon::Stat { .. }
@@ -333,6 +368,11 @@ pub struct MacroflowStat {
     pub in_flight: u64,
     /// Number of flows.
     pub flows: u32,
+    /// The name of the controller it runs (`aimd`, `iscc`, ...; at most
+    /// [`MAX_NAME`] bytes).
+    pub controller: String,
+    /// The bottleneck capacity estimate it runs on, bytes per second.
+    pub capacity: Option<u64>,
 }
 
 /// One flow as `cm stat` shows it.
@@ -458,6 +498,23 @@ pub enum ToClient {
         /// Echoed tag.
         seq: u32,
     },
+    /// Answer to a call that returns no value (`SetController`).
+    Done {
+        /// Echoed tag.
+        seq: u32,
+    },
+    /// A refused call with the reason in words (a controller spec that
+    /// does not parse): what [`ToClient::Error`] says, and why.
+    Refused {
+        /// Echoed tag.
+        seq: u32,
+        /// The flow concerned.
+        flow: u64,
+        /// Why, as a code.
+        code: ErrorCode,
+        /// Why, in words (at most [`MAX_WHY`] bytes).
+        why: String,
+    },
     /// Answer to `Attach`, sent on the socket with the region, the daemon's
     /// doorbell and the client's doorbell attached (`SCM_RIGHTS`, in that
     /// order). Every later frame travels through the rings.
@@ -477,7 +534,7 @@ mod tests {
     /// daemon answers at all.
     #[test]
     fn reply_tags_flows_and_answers_per_call() {
-        const TAGGED: [&str; 9] = [
+        const TAGGED: [&str; 10] = [
             "Open",
             "Query",
             "Mtu",
@@ -487,6 +544,7 @@ mod tests {
             "QueryHost",
             "Ping",
             "Attach",
+            "SetController",
         ];
         for m in examples::to_daemon() {
             let debug = format!("{m:?}");

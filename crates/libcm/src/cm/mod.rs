@@ -5,7 +5,8 @@
 //! file holds the handle, its constructors and what it says about itself;
 //! `calls.rs` how a call reaches the CM (at once, batched, or waiting for
 //! a reply) and the batching and spinning knobs; `flows.rs` opening and
-//! closing flows, the MTU, macroflows and weights; `sending.rs` requests,
+//! closing flows, the MTU, macroflows and weights; `controller.rs` the
+//! controller and capacity estimate of a flow's macroflow; `sending.rs` requests,
 //! notifications and the send callback; `feedback.rs` updates and
 //! queries; `rate_updates.rs` rate callbacks and thresholds; `dispatch.rs`
 //! events, callbacks, waiting, the pollable descriptor and SIGIO;
@@ -14,6 +15,7 @@
 
 mod buffered;
 mod calls;
+mod controller;
 mod dispatch;
 mod feedback;
 mod flows;

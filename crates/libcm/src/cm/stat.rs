@@ -37,7 +37,9 @@ impl Cm {
                             s.flows.push(cm_ipc::stat::flow_stat(&fi, uid, pid));
                         }
                     }
-                    s.macroflows.push(cm_ipc::stat::macroflow_stat(&m, uid));
+                    let capacity = e.core.capacity(id).ok().flatten();
+                    s.macroflows
+                        .push(cm_ipc::stat::macroflow_stat(&m, uid, capacity));
                 }
                 Ok(s)
             }

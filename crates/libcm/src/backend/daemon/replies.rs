@@ -31,6 +31,7 @@ impl DaemonConn {
         self.push(&make(seq))?;
         match self.wait_replies(&[seq])?.pop() {
             Some(ToClient::Error { code, .. }) => Err(CmError::Daemon(code)),
+            Some(ToClient::Refused { code, why, .. }) => Err(CmError::Refused { code, why }),
             Some(reply) => Ok(reply),
             None => Err(CmError::Disconnected),
         }
@@ -117,7 +118,9 @@ fn reply_seq(m: &ToClient) -> Option<u32> {
         | T::StatFlow { seq, .. }
         | T::StatEnd { seq }
         | T::Pong { seq }
+        | T::Done { seq }
         | T::Error { seq, .. }
+        | T::Refused { seq, .. }
             if seq != 0 =>
         {
             Some(seq)

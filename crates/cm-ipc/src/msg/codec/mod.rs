@@ -4,7 +4,9 @@
 
 use cm_core::LossMode;
 
-use super::{ErrorCode, Estimate, FlowStat, MacroflowStat, ToClient, ToDaemon};
+use super::{
+    ErrorCode, Estimate, FlowStat, MAX_NAME, MAX_SPEC, MAX_WHY, MacroflowStat, ToClient, ToDaemon,
+};
 use crate::field::{DecodeError, Reader, Writer};
 
 fn loss_to_u8(l: LossMode) -> u8 {
@@ -166,6 +168,21 @@ impl Message for ToDaemon {
                 w.bool(on);
                 0x12
             }
+            ToDaemon::SetController {
+                seq,
+                flow,
+                ref spec,
+            } => {
+                w.u32(seq);
+                w.u64(flow);
+                w.text(spec, MAX_SPEC);
+                0x13
+            }
+            ToDaemon::SetCapacity { flow, capacity } => {
+                w.u64(flow);
+                w.opt_u64(capacity);
+                0x14
+            }
         }
     }
 
@@ -235,6 +252,15 @@ impl Message for ToDaemon {
             0x10 => ToDaemon::Ping { seq: r.u32()? },
             0x11 => ToDaemon::Attach { seq: r.u32()? },
             0x12 => ToDaemon::SocketDoorbell { on: r.bool()? },
+            0x13 => ToDaemon::SetController {
+                seq: r.u32()?,
+                flow: r.u64()?,
+                spec: r.text(MAX_SPEC, "controller spec too long or not UTF-8")?,
+            },
+            0x14 => ToDaemon::SetCapacity {
+                flow: r.u64()?,
+                capacity: r.opt_u64("capacity without its flag")?,
+            },
             t => return Err(DecodeError::UnknownTag(t)),
         };
         match r.remaining() {
@@ -310,6 +336,8 @@ impl Message for ToClient {
                 put_estimate(&mut w, &stat.estimate);
                 w.u64(stat.in_flight);
                 w.u32(stat.flows);
+                w.text(&stat.controller, MAX_NAME);
+                w.opt_u64(stat.capacity);
                 0x8b
             }
             ToClient::StatFlow { seq, stat } => {
@@ -338,6 +366,22 @@ impl Message for ToClient {
                 w.u32(*seq);
                 w.u32(*ring_bytes);
                 0x8f
+            }
+            ToClient::Done { seq } => {
+                w.u32(*seq);
+                0x90
+            }
+            ToClient::Refused {
+                seq,
+                flow,
+                code,
+                why,
+            } => {
+                w.u32(*seq);
+                w.u64(*flow);
+                w.u16(code.to_u16());
+                w.text(why, MAX_WHY);
+                0x91
             }
         }
     }
@@ -394,6 +438,8 @@ impl Message for ToClient {
                     estimate: get_estimate(&mut r)?,
                     in_flight: r.u64()?,
                     flows: r.u32()?,
+                    controller: r.text(MAX_NAME, "controller name too long or not UTF-8")?,
+                    capacity: r.opt_u64("capacity without its flag")?,
                 },
             },
             0x8c => ToClient::StatFlow {
@@ -417,6 +463,13 @@ impl Message for ToClient {
                 seq: r.u32()?,
                 ring_bytes: r.u32()?,
             },
+            0x90 => ToClient::Done { seq: r.u32()? },
+            0x91 => ToClient::Refused {
+                seq: r.u32()?,
+                flow: r.u64()?,
+                code: ErrorCode::from_u16(r.u16()?).ok_or(DecodeError::Invalid("error code"))?,
+                why: r.text(MAX_WHY, "refusal text too long or not UTF-8")?,
+            },
             t => return Err(DecodeError::UnknownTag(t)),
         };
         match r.remaining() {
@@ -427,78 +480,4 @@ impl Message for ToClient {
 }
 
 #[cfg(test)]
-mod tests {
-    use core::fmt::Debug;
-
-    use cm_core::LossMode;
-
-    use super::Message;
-    use crate::DecodeError;
-    use crate::ToDaemon;
-    use crate::msg::examples;
-    use crate::{Frame, decode_frame};
-
-    /// The messages survive a frame alone and all batched in one.
-    fn round_trip<M: Message + PartialEq + Debug>(msgs: &[M]) {
-        for m in msgs {
-            let mut f = Frame::new();
-            f.push(m);
-            assert_eq!(
-                decode_frame::<M>(&f.finish()).unwrap(),
-                std::slice::from_ref(m)
-            );
-        }
-        let mut f = Frame::new();
-        for m in msgs {
-            f.push(m);
-        }
-        assert_eq!(decode_frame::<M>(&f.finish()).unwrap(), msgs);
-    }
-
-    #[test]
-    fn every_call_round_trips() {
-        round_trip(&examples::to_daemon());
-    }
-
-    #[test]
-    fn every_answer_round_trips() {
-        round_trip(&examples::to_client());
-    }
-
-    /// An absent RTT sample or macroflow target has one encoding: a
-    /// nonzero value behind a clear flag is refused.
-    #[test]
-    fn an_optional_value_without_its_flag_is_refused() {
-        let calls = [
-            (
-                ToDaemon::Update {
-                    flow: 7,
-                    nsent: 1460,
-                    nrecd: 1460,
-                    loss: LossMode::None,
-                    rtt_us: None,
-                },
-                "rtt without its flag",
-            ),
-            (
-                ToDaemon::SetMacroflow {
-                    seq: 1,
-                    flow: 7,
-                    target: None,
-                },
-                "target without its flag",
-            ),
-        ];
-        for (m, what) in calls {
-            let mut body = Vec::new();
-            let tag = m.encode_body(&mut body);
-            assert_eq!(ToDaemon::decode_body(tag, &body), Ok(m));
-            // The value is the body's last field: make its top byte nonzero.
-            *body.last_mut().expect("a body") = 1;
-            assert_eq!(
-                ToDaemon::decode_body(tag, &body),
-                Err(DecodeError::Invalid(what))
-            );
-        }
-    }
-}
+mod tests;
