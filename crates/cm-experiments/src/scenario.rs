@@ -6,8 +6,9 @@
 //! duration = 20.0          # seconds
 //! seed = 1
 //! mss = 1460               # TCP MSS = CM MTU, payload bytes (default 1460)
-//! cm_controller = "aimd"   # every macroflow's controller: aimd, iiad, sqrt,
-//!                          # binomial:k=..,l=.., iscc[:l=2], tfrc[:s=180]
+//! cm_controller = "aimd"   # every CM host's controller unless a flow gives
+//!                          # one: aimd, iiad, sqrt, binomial:k=..,l=..,
+//!                          # iscc[:l=2], tfrc[:s=180]
 //!
 //! [bottleneck]
 //! rate_bps = 1_000_000

@@ -146,28 +146,35 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
             .and_then(|i| nodes.get(i).copied())
     };
     let iw = u64::from(s.cm_initial_window.unwrap_or(2)) * u64::from(s.mss);
+    let aimd = ControllerConfig::Aimd(AimdConfig {
+        initial_window: Some(cm_core::Bytes(iw)),
+        ..AimdConfig::default()
+    });
     let controller = match &s.cm_controller {
-        Some(c) => c
+        Some(c) => match c
             .parse::<ControllerConfig>()
-            .map_err(|e| ScenarioError::Invalid(format!("cm_controller: {e}")))?,
-        None => ControllerConfig::Aimd(AimdConfig {
-            initial_window: Some(cm_core::Bytes(iw)),
-            ..AimdConfig::default()
-        }),
+            .map_err(|e| ScenarioError::Invalid(format!("cm_controller: {e}")))?
+        {
+            ControllerConfig::Aimd(_) => aimd.clone(),
+            other => other,
+        },
+        None => aimd.clone(),
     };
     let cm_cfg = Config {
         mtu: cm_core::Bytes(u64::from(s.mss)),
         controller,
         ..Config::default()
     };
-    // The flows' `controller` keys, per sender host; plain `aimd` is the
-    // scenario's AIMD (with `cm_initial_window`).
+    // The flows' `controller` keys, per sender host, override the
+    // scenario's `cm_controller`; plain `aimd` is the scenario's AIMD (with
+    // `cm_initial_window`).
     let controllers = s.host_controllers()?;
     let mut hosts: Vec<CmHost> = Vec::new();
     for (name, &n) in left.iter().zip(&d.left_hosts) {
         let mut cfg = cm_cfg.clone();
         match controllers.get(name) {
-            None | Some(ControllerConfig::Aimd(_)) => {}
+            None => {}
+            Some(ControllerConfig::Aimd(_)) => cfg.controller = aimd.clone(),
             Some(c) => cfg.controller = c.clone(),
         }
         hosts.push(CmHost::new(n, cfg).map_err(|e| ScenarioError::Host {
