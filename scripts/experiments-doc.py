@@ -359,7 +359,7 @@ simulated ones in `cm-sim` (deterministic: the same numbers on every run),
 the real ones over emulated paths between network namespaces (root). A
 check that does not pass is shown as **no**, and the notes say why. Every
 experiment writes `<name>.csv`, `<name>.svg` and `<name>.json`; `cm
-experiment all --out out/` runs all the simulated ones (about two seconds)
+experiment all --out out/` runs all the simulated ones (about 15 seconds on two cores)
 and also writes `out/report.md`. `cm experiment list` names them all.
 
 Scenarios are data: `experiments/scenarios/*.toml` give the bottleneck

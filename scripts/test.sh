@@ -35,7 +35,7 @@ step "doc tests and docs build"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 
 step "docs/experiments.md is what scripts/experiments-doc.py makes of the experiments"
-# The simulated experiments are deterministic and take about two seconds in
+# The simulated experiments are deterministic and take about 15 seconds in
 # full; the real ones come from experiments/results/real (checked in).
 exp_out=target/experiments-doc
 rm -rf "$exp_out"
