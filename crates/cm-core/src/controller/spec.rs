@@ -20,7 +20,8 @@
 //! keys of iscc: l, m_d, m_i, capacity (bit/s, until an estimate arrives),
 //!   interval, min_rate, initial_rate, slow_start
 //! keys of tfrc: s (the equation's packet size in bytes, iscc §VI-C's
-//!   "TFRC MTU"), t_mbi (seconds, default 64), history (loss intervals, 8)
+//!   "TFRC MTU"), t_mbi (seconds, default 64), history (loss intervals, 8),
+//!   min_rate (bit/s, an application floor such as a base layer)
 //! ```
 //!
 //! ```
@@ -159,6 +160,7 @@ fn tfrc_key(c: &mut TfrcConfig, k: &str, v: &str) -> Result<(), String> {
             }
             c.history_len = n as usize;
         }
+        "min_rate" => c.min_rate = Some(rate(k, v)?),
         _ => return Err(format!("unknown key {k:?} for tfrc")),
     }
     Ok(())
@@ -293,6 +295,7 @@ impl fmt::Display for ControllerConfig {
                 if c.history_len != TfrcConfig::default().history_len {
                     keys.push(format!("history={}", c.history_len));
                 }
+                push_opt_rate(&mut keys, "min_rate", c.min_rate);
                 "tfrc"
             }
         };

@@ -58,6 +58,10 @@ pub struct TfrcConfig {
     /// `n`, the number of loss intervals averaged (RFC 5348 §5.4: 8).
     /// Clamped to 1..=1024.
     pub history_len: usize,
+    /// An application floor above `s / t_mbi`: the lowest rate the
+    /// application can use, e.g. a layered stream's base layer (iscc
+    /// §VI-B: b_0 = 14 kbit/s). `None`: RFC 5348's `s / t_mbi` alone.
+    pub min_rate: Option<Rate>,
 }
 
 impl TfrcConfig {
@@ -85,6 +89,7 @@ impl Default for TfrcConfig {
             equation_packet_size: None,
             t_mbi: Duration::from_secs(64),
             history_len: 8,
+            min_rate: None,
         }
     }
 }
@@ -190,10 +195,14 @@ impl Tfrc {
         self.initial_window().0 as f64 / self.rtt().as_secs_f64()
     }
 
-    /// `s / t_mbi` (RFC 5348 §4.3), with `s` the MTU.
+    /// `s / t_mbi` (RFC 5348 §4.3), with `s` the MTU, or the
+    /// application's floor if that is higher.
     fn min_rate(&self) -> f64 {
         let t_mbi = self.cfg.t_mbi.as_secs_f64().max(1e-6);
-        (self.mtu.0 as f64 / t_mbi).clamp(MIN_RATE, MAX_RATE)
+        let app = self.cfg.min_rate.map_or(0.0, |r| r.bytes_per_sec() as f64);
+        (self.mtu.0 as f64 / t_mbi)
+            .max(app)
+            .clamp(MIN_RATE, MAX_RATE)
     }
 
     /// `recv_limit` = 2 X_recv (RFC 5348 §4.3), unbounded before the first

@@ -288,6 +288,26 @@ fn aging_halves_the_rate_down_to_one_packet_per_t_mbi() {
 }
 
 #[test]
+fn an_application_floor_holds_against_aging_and_loss() {
+    // A layered stream's base layer (iscc §VI-B: 14 kbit/s) is a floor
+    // above s / t_mbi.
+    let cfg = TfrcConfig {
+        min_rate: Some(Rate::from_bits_per_sec(14_000)),
+        ..TfrcConfig::default()
+    };
+    let mut c = Tfrc::new(cfg, MTU);
+    report(&mut c, t(0), 4380, 0);
+    for step in 1..200 {
+        c.on_feedback_timeout(&AgingEvent::new(t(200_000), step));
+    }
+    assert_eq!(c.rate(None), Some(Rate::from_bytes_per_sec(1750)));
+    for k in 1..50u64 {
+        report(&mut c, t(k * RTT.as_micros()), 1460, 1460);
+    }
+    assert!(rate(&c) >= 1750.0, "{}", rate(&c));
+}
+
+#[test]
 fn idle_restart_caps_the_rate_at_the_initial_rate() {
     let mut c = tfrc();
     for k in 0..10 {
@@ -348,6 +368,7 @@ fn config() -> impl Strategy<Value = TfrcConfig> {
             equation_packet_size: s.map(Bytes),
             t_mbi: Duration::from_micros(t_mbi),
             history_len: n,
+            min_rate: None,
         })
 }
 

@@ -86,6 +86,7 @@ impl Scheme {
             Scheme::Iiad => fixed(BinomialConfig::new(1.0, 0.0, 0.5, 2.0)),
             Scheme::Tfrc => ControllerConfig::Tfrc(cm_core::controller::TfrcConfig {
                 equation_packet_size: Some(Bytes(param.clamp(1.0, 65_535.0) as u64)),
+                min_rate: Some(Rate::from_bits_per_sec(BASE_LAYER_BPS)),
                 ..Default::default()
             }),
             Scheme::Iscc => ControllerConfig::Iscc(IsccConfig {
