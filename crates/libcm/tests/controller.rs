@@ -142,30 +142,6 @@ fn a_config_without_an_exact_text_form_stays_out_of_the_daemon() {
     ));
 }
 
-mod raw {
-    use rustix::net::*;
-    use std::os::fd::OwnedFd;
-
-    pub fn connect_raw(path: &std::path::Path) -> OwnedFd {
-        let fd = socket_with(
-            AddressFamily::UNIX,
-            SocketType::SEQPACKET,
-            SocketFlags::CLOEXEC,
-            None,
-        )
-        .unwrap();
-        connect(&fd, &SocketAddrUnix::new(path).unwrap()).unwrap();
-        fd
-    }
-
-    pub fn roundtrip(fd: &OwnedFd, bytes: &[u8]) -> Vec<cm_ipc::ToClient> {
-        send(fd, bytes, SendFlags::empty()).unwrap();
-        let mut buf = vec![0u8; 65536];
-        let (n, _) = recv(fd, &mut buf, RecvFlags::empty()).unwrap();
-        cm_ipc::decode_frame(&buf[..n]).unwrap()
-    }
-}
-
 /// The daemon parses the spec a client sends and never trusts it: text
 /// that does not parse gets a refusal with the parser's reason, text over
 /// `MAX_SPEC` bytes or not UTF-8 a `Malformed` error, and the client (and
@@ -179,7 +155,7 @@ fn the_daemon_refuses_bad_spec_text_and_serves_on() {
     let g = good
         .open(None, SocketAddr::from(([127, 0, 0, 2], 7)))
         .unwrap();
-    let fd = raw::connect_raw(&d.path);
+    let fd = common::raw::connect_raw(&d.path);
     let mut fr = Frame::new();
     fr.push(&ToDaemon::Hello {
         version: cm_ipc::VERSION,
@@ -189,7 +165,7 @@ fn the_daemon_refuses_bad_spec_text_and_serves_on() {
         src: None,
         dst: dst(8),
     });
-    let r = raw::roundtrip(&fd, &fr.finish());
+    let r = common::raw::roundtrip(&fd, &fr.finish());
     let Some(ToClient::Opened { flow, .. }) = r.get(1) else {
         panic!("{r:?}");
     };
@@ -212,7 +188,7 @@ fn the_daemon_refuses_bad_spec_text_and_serves_on() {
             flow,
             spec: (*spec).into(),
         });
-        let r = raw::roundtrip(&fd, &fr.finish());
+        let r = common::raw::roundtrip(&fd, &fr.finish());
         match &r[..] {
             [
                 ToClient::Refused {
@@ -235,7 +211,7 @@ fn the_daemon_refuses_bad_spec_text_and_serves_on() {
         flow: g.to_u64(),
         spec: "iscc".into(),
     });
-    let r = raw::roundtrip(&fd, &fr.finish());
+    let r = common::raw::roundtrip(&fd, &fr.finish());
     assert!(
         matches!(
             r[..],
@@ -257,7 +233,7 @@ fn the_daemon_refuses_bad_spec_text_and_serves_on() {
         let mut bytes = vec![0x43, 0x4d, cm_ipc::VERSION, 0, 1, 0, 0x13];
         bytes.extend_from_slice(&u16::try_from(body.len()).unwrap().to_le_bytes());
         bytes.extend_from_slice(&body);
-        let r = raw::roundtrip(&fd, &bytes);
+        let r = common::raw::roundtrip(&fd, &bytes);
         assert!(
             matches!(
                 r[..],
@@ -280,7 +256,7 @@ fn the_daemon_refuses_bad_spec_text_and_serves_on() {
         capacity: Some(125_000),
     });
     fr.push(&ToDaemon::Ping { seq: 41 });
-    let r = raw::roundtrip(&fd, &fr.finish());
+    let r = common::raw::roundtrip(&fd, &fr.finish());
     assert_eq!(
         r,
         [ToClient::Done { seq: 40 }, ToClient::Pong { seq: 41 }],
@@ -297,7 +273,7 @@ fn the_daemon_refuses_bad_spec_text_and_serves_on() {
     assert_eq!(own.controller, "aimd", "another macroflow is left alone");
     let mut raw_view = Frame::new();
     raw_view.push(&ToDaemon::Stat { seq: 42 });
-    let r = raw::roundtrip(&fd, &raw_view.finish());
+    let r = common::raw::roundtrip(&fd, &raw_view.finish());
     let theirs: Vec<_> = r
         .iter()
         .filter_map(|m| match m {

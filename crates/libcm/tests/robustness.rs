@@ -222,38 +222,13 @@ fn another_user_cannot_see_or_steer_our_flows() {
     assert!(matches!(next_event(&mut cm), CmEvent::Send { .. }));
 }
 
-/// Raw access to the control socket, as a hostile client would have.
-mod raw {
-    use rustix::net::*;
-    use std::os::fd::OwnedFd;
-
-    pub fn connect_raw(path: &std::path::Path) -> OwnedFd {
-        let fd = socket_with(
-            AddressFamily::UNIX,
-            SocketType::SEQPACKET,
-            SocketFlags::CLOEXEC,
-            None,
-        )
-        .unwrap();
-        connect(&fd, &SocketAddrUnix::new(path).unwrap()).unwrap();
-        fd
-    }
-
-    pub fn roundtrip(fd: &OwnedFd, bytes: &[u8]) -> Vec<cm_ipc::ToClient> {
-        send(fd, bytes, SendFlags::empty()).unwrap();
-        let mut buf = vec![0u8; 65536];
-        let (n, _) = recv(fd, &mut buf, RecvFlags::empty()).unwrap();
-        cm_ipc::decode_frame(&buf[..n]).unwrap()
-    }
-}
-
 #[test]
 fn hostile_bytes_get_errors_and_everyone_else_is_served() {
     use cm_ipc::{Frame, ToClient, ToDaemon};
     let d = TestDaemon::start();
     let mut good = d.client();
     let f = good.open(None, dst()).unwrap();
-    let fd = raw::connect_raw(&d.path);
+    let fd = common::raw::connect_raw(&d.path);
     let malformed = |r: &[ToClient]| {
         matches!(
             r,
@@ -264,8 +239,8 @@ fn hostile_bytes_get_errors_and_everyone_else_is_served() {
         )
     };
     // Garbage, a wrong magic, a truncated frame, a lying count.
-    assert!(malformed(&raw::roundtrip(&fd, b"\xff\x00garbage")));
-    assert!(malformed(&raw::roundtrip(
+    assert!(malformed(&common::raw::roundtrip(&fd, b"\xff\x00garbage")));
+    assert!(malformed(&common::raw::roundtrip(
         &fd,
         &[0x43, 0x4d, cm_ipc::VERSION, 0, 5, 0, 1]
     )));
@@ -273,10 +248,10 @@ fn hostile_bytes_get_errors_and_everyone_else_is_served() {
     fr.push(&ToDaemon::Ping { seq: 1 });
     let mut bytes = fr.finish();
     bytes.truncate(bytes.len() - 1);
-    assert!(malformed(&raw::roundtrip(&fd, &bytes)));
+    assert!(malformed(&common::raw::roundtrip(&fd, &bytes)));
     // Calls before Hello are refused.
     fr.push(&ToDaemon::Ping { seq: 2 });
-    let r = raw::roundtrip(&fd, &fr.finish());
+    let r = common::raw::roundtrip(&fd, &fr.finish());
     assert!(matches!(
         r[..],
         [ToClient::Error {
@@ -287,7 +262,7 @@ fn hostile_bytes_get_errors_and_everyone_else_is_served() {
     ));
     // A wrong protocol version is refused.
     fr.push(&ToDaemon::Hello { version: 99 });
-    let r = raw::roundtrip(&fd, &fr.finish());
+    let r = common::raw::roundtrip(&fd, &fr.finish());
     assert!(matches!(
         r[..],
         [ToClient::Error {
@@ -303,7 +278,7 @@ fn hostile_bytes_get_errors_and_everyone_else_is_served() {
         seq: 3,
         flow: f.to_u64(),
     });
-    let r = raw::roundtrip(&fd, &fr.finish());
+    let r = common::raw::roundtrip(&fd, &fr.finish());
     assert!(matches!(r[0], ToClient::Welcome { .. }));
     assert!(r.iter().any(|m| matches!(
         m,
@@ -420,7 +395,7 @@ fn a_client_that_corrupts_its_shared_ring_is_dropped_and_others_go_on() {
     let mut good = d.client();
     let f = good.open(None, dst()).unwrap();
     // A hand-made client: Hello and Attach, then the region and doorbells.
-    let fd = raw::connect_raw(&d.path);
+    let fd = common::raw::connect_raw(&d.path);
     let mut fr = Frame::new();
     fr.push(&ToDaemon::Hello {
         version: cm_ipc::VERSION,

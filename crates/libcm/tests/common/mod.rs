@@ -113,3 +113,30 @@ macro_rules! both_modes {
         }
     };
 }
+
+/// Raw access to the control socket, as a hostile client would have.
+pub mod raw {
+    use rustix::net::*;
+    use std::os::fd::OwnedFd;
+
+    /// A SEQPACKET connection to the daemon at `path`, with no handshake.
+    pub fn connect_raw(path: &std::path::Path) -> OwnedFd {
+        let fd = socket_with(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .unwrap();
+        connect(&fd, &SocketAddrUnix::new(path).unwrap()).unwrap();
+        fd
+    }
+
+    /// Send one frame and decode the daemon's answer.
+    pub fn roundtrip(fd: &OwnedFd, bytes: &[u8]) -> Vec<cm_ipc::ToClient> {
+        send(fd, bytes, SendFlags::empty()).unwrap();
+        let mut buf = vec![0u8; 65536];
+        let (n, _) = recv(fd, &mut buf, RecvFlags::empty()).unwrap();
+        cm_ipc::decode_frame(&buf[..n]).unwrap()
+    }
+}
