@@ -49,15 +49,6 @@ impl CongestionManager {
         Ok(())
     }
 
-    fn macroflow_mut(
-        &mut self,
-        mf: MacroflowId,
-    ) -> Result<&mut crate::macroflow::Macroflow, Error> {
-        self.macroflows
-            .get_mut(mf.key())
-            .ok_or(Error::UnknownMacroflow(mf))
-    }
-
     /// The capacity estimate macroflow `mf` runs on, if any.
     pub fn capacity(&self, mf: MacroflowId) -> Result<Option<Rate>, Error> {
         self.macroflows

@@ -271,10 +271,7 @@ impl CongestionManager {
         if mtu.0 == 0 || mtu.0 > 65_535 {
             return Err(Error::InvalidMtu(mtu));
         }
-        let m = self
-            .macroflows
-            .get_mut(mf.key())
-            .ok_or(Error::UnknownMacroflow(mf))?;
+        let m = self.macroflow_mut(mf)?;
         m.mtu = mtu;
         crate::controller::Controller::set_mtu(&mut m.controller, mtu);
         self.after_change(now, mf);
@@ -336,6 +333,13 @@ impl CongestionManager {
         self.attach(now, flow, new);
         self.after_change(now, old);
         Ok(new)
+    }
+
+    /// The macroflow `mf`, or `UnknownMacroflow`.
+    pub(crate) fn macroflow_mut(&mut self, mf: MacroflowId) -> Result<&mut Macroflow, Error> {
+        self.macroflows
+            .get_mut(mf.key())
+            .ok_or(Error::UnknownMacroflow(mf))
     }
 
     fn flow(&self, flow: FlowId) -> Result<&Flow, Error> {

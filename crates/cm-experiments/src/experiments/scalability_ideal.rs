@@ -332,10 +332,25 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
             within(ii, 219_889.0, 3.0),
         ));
     }
-    let found = metrics.clone();
-    let metric_of = |s: &str, f: &str| found.get(s).and_then(|v| v[f].as_f64()).unwrap_or(f64::NAN);
+    let metric_of = |s: &str, f: &str| {
+        metrics
+            .get(s)
+            .and_then(|v| v[f].as_f64())
+            .unwrap_or(f64::NAN)
+    };
     let iiad_metric = |f: &str| metric_of("IIAD", f);
     let n_max_all = ns.last().copied().unwrap_or(0);
+    let notes = vec![
+        "The flows are cm-core's shipped rate-based controllers (OpenLoop running BinomialConfig::aimd()/iiad() with the paper's fixed MTU/RTT, and IsccConfig with C = 1,544 kbit/s), fed one report per control interval; the link is the paper's ideal model (synchronized, immediate feedback, no queue: what exceeds C in an interval is lost, shared in proportion to the offered rates).".into(),
+        "Flows start at seeded random rates between 0.05 and 2 times the fair share and are measured after a warm-up; s_n uses the actual (not the maximum) overshoot, as Fig 3 does. The exponent is ln s_n / ln n at the largest n (the paper's \"equivalent to n^1.91\"); the least-squares slope over all n is in the JSON.".into(),
+        format!(
+            "IIAD differs from the paper's figure, and the paper's figure differs from its own equations: with its stated parameters (IIAD(1,½), MTU/RTT = 10,000 bit/s, C = 1,544 kbit/s) eq. 29 gives p_1 ≈ 5.5e-7 with the worst-case overshoot (about half that with the actual one, which is what this run measures: {:.2e}), and eq. 31 gives p_100 ≈ 0.43, so s_100 is at least {:.1e} (eq31_s_max in the JSON), not 219,889. Every flow's increase step at the fair share, α u²/x ≈ 8 kbit/s, exceeds its decrease step β u = 5 kbit/s, so 100 IIAD flows overshoot by about half the link each interval (p_{} = {:.2} here). The AIMD schemes, where the paper's numbers and equations agree, match it closely (p_100 10% and 55% in the paper; {:.3} and {:.3} here).",
+            iiad_metric("p_base"), iiad_metric("eq31_s_max"), n_max_all, iiad_metric("p_max"),
+            metric_of("AIMD1", "p_max"), metric_of("AIMD2", "p_max"),
+        ),
+        "ISCC(2)'s s_n is taken against p_2: one flow capped at the known C never overflows the link.".to_string(),
+        "Rates floor at 1 kbit/s (x_min, iscc footnote 4), far below any fair share here; no slow start (the figure is about the steady state).".into(),
+    ];
     Ok(Output {
         name: "scalability-ideal".into(),
         csv,
@@ -351,17 +366,7 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
                       "IIAD": {"s_100": 219_889, "exponent": 2.67},
                       "ISCC": "constant s_n (§V-C, eq. 37)"}),
         checks,
-        notes: vec![
-            "The flows are cm-core's shipped rate-based controllers (OpenLoop running BinomialConfig::aimd()/iiad() with the paper's fixed MTU/RTT, and IsccConfig with C = 1,544 kbit/s), fed one report per control interval; the link is the paper's ideal model (synchronized, immediate feedback, no queue: what exceeds C in an interval is lost, shared in proportion to the offered rates).".into(),
-            "Flows start at seeded random rates between 0.05 and 2 times the fair share and are measured after a warm-up; s_n uses the actual (not the maximum) overshoot, as Fig 3 does. The exponent is ln s_n / ln n at the largest n (the paper's \"equivalent to n^1.91\"); the least-squares slope over all n is in the JSON.".into(),
-            format!(
-                "IIAD differs from the paper's figure, and the paper's figure differs from its own equations: with its stated parameters (IIAD(1,½), MTU/RTT = 10,000 bit/s, C = 1,544 kbit/s) eq. 29 gives p_1 ≈ 5.5e-7 with the worst-case overshoot (about half that with the actual one, which is what this run measures: {:.2e}), and eq. 31 gives p_100 ≈ 0.43, so s_100 is at least {:.1e} (eq31_s_max in the JSON), not 219,889. Every flow's increase step at the fair share, α u²/x ≈ 8 kbit/s, exceeds its decrease step β u = 5 kbit/s, so 100 IIAD flows overshoot by about half the link each interval (p_{} = {:.2} here). The AIMD schemes, where the paper's numbers and equations agree, match it closely (p_100 10% and 55% in the paper; {:.3} and {:.3} here).",
-                iiad_metric("p_base"), iiad_metric("eq31_s_max"), n_max_all, iiad_metric("p_max"),
-                metric_of("AIMD1", "p_max"), metric_of("AIMD2", "p_max"),
-            ),
-            "ISCC(2)'s s_n is taken against p_2: one flow capped at the known C never overflows the link.".to_string(),
-            "Rates floor at 1 kbit/s (x_min, iscc footnote 4), far below any fair share here; no slow start (the figure is about the steady state).".into(),
-        ],
+        notes,
         summary,
     })
 }

@@ -185,9 +185,6 @@ fn window_mode_binomial_aimd_tracks_the_integer_aimd() {
 #[test]
 fn window_mode_iiad_grows_by_alpha_over_w_per_window() {
     let cfg = BinomialConfig::iiad().with_mode(Mode::Window);
-    let ControllerConfig::Binomial(_) = ControllerConfig::Binomial(cfg.clone()) else {
-        unreachable!()
-    };
     let mut c = ControllerConfig::Binomial(cfg).build(MTU);
     assert_eq!(c.name(), "iiad");
     let srtt = Some(Duration::from_millis(100));
