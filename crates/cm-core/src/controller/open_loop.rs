@@ -171,12 +171,14 @@ impl OpenLoop {
     }
 
     fn clamp(&mut self) {
-        let lo = self.min_rate();
+        let mut lo = self.min_rate();
         let mut x = if self.x.is_finite() { self.x } else { lo };
         if let (Law::Iscc(_), Some(c)) = (&self.law, self.capacity) {
             // iscc §V-D: "each application will limit its sending rate to be
-            // no higher than C".
+            // no higher than C", and a floor above C cannot be carried
+            // either: the capacity wins.
             x = x.min(c);
+            lo = lo.min(c);
         }
         self.x = x.max(lo);
     }
