@@ -103,6 +103,9 @@ pub(crate) struct Macroflow {
     /// The packet-bunch samples of all its flows, filtered into a capacity
     /// estimate (iscc §VI-B; `CongestionManager::capacity_sample`).
     pub filter: CapacityFilter,
+    /// The controller as it was before a reduction that may prove false
+    /// (sigcomm1999 §4.2.2; `CongestionManager::checkpoint`).
+    pub checkpoint: Option<AnyController>,
 }
 
 impl Macroflow {
@@ -136,6 +139,7 @@ impl Macroflow {
             loss: LossEstimator::default(),
             created: now,
             capacity: None,
+            checkpoint: None,
             filter: CapacityFilter::default(),
         }
     }

@@ -56,4 +56,72 @@ impl CongestionManager {
             .map(|m| m.capacity)
             .ok_or(Error::UnknownMacroflow(mf))
     }
+
+    /// Remember macroflow `mf`'s controller state before a window
+    /// reduction that may later prove false (sigcomm1999 §4.2.2: reordering
+    /// mistaken for loss). A checkpoint already held is kept: an undo
+    /// reverses every reduction since the first.
+    pub fn checkpoint(&mut self, mf: MacroflowId) -> Result<(), Error> {
+        let m = self.macroflow_mut(mf)?;
+        if m.checkpoint.is_none() {
+            m.checkpoint = Some(m.controller.clone());
+        }
+        Ok(())
+    }
+
+    /// Undo the reductions since the checkpoint (sigcomm1999 §4.2.2, "the
+    /// reduction can then be reversed"): the controller returns to its
+    /// checkpointed state, keeping the larger window if it has grown past
+    /// it since. Returns whether there was a checkpoint.
+    pub fn undo_reduction(&mut self, now: Instant, mf: MacroflowId) -> Result<bool, Error> {
+        let now = self.tick(now);
+        let m = self.macroflow_mut(mf)?;
+        let Some(saved) = m.checkpoint.take() else {
+            return Ok(false);
+        };
+        if saved.window() > m.controller.window() {
+            m.controller = saved;
+            m.controller.set_capacity(m.capacity);
+        }
+        self.after_change(now, mf);
+        Ok(true)
+    }
+
+    /// Forget macroflow `mf`'s checkpoint: its reductions were real.
+    pub fn commit_reduction(&mut self, mf: MacroflowId) -> Result<(), Error> {
+        self.macroflow_mut(mf)?.checkpoint = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Bytes, Config, CongestionManager, Feedback, Instant, LossMode, OpenParams};
+
+    /// A false reduction (sigcomm1999 §4.2.2) is undone: the window returns
+    /// to where it was at the checkpoint.
+    #[test]
+    fn undo_restores_the_window_before_a_false_reduction() {
+        let mut cm = CongestionManager::new(Config::default()).unwrap();
+        let t = Instant::from_micros(1_000);
+        let c = cm.register_client(t).unwrap();
+        let f = cm
+            .open(t, c, OpenParams::to("192.0.2.1:9".parse().unwrap()))
+            .unwrap();
+        let mf = cm.macroflow_of(f).unwrap();
+        let before = cm.macroflow_info(mf).unwrap().window;
+        cm.notify(t, f, Bytes(4_000)).unwrap();
+        cm.checkpoint(mf).unwrap();
+        let fb = Feedback {
+            nsent: Bytes(4_000),
+            nrecd: Bytes(3_000),
+            loss: LossMode::Transient,
+            rtt: None,
+        };
+        cm.update(t, f, fb).unwrap();
+        assert!(cm.macroflow_info(mf).unwrap().window < before);
+        assert!(cm.undo_reduction(t, mf).unwrap());
+        assert_eq!(cm.macroflow_info(mf).unwrap().window, before);
+        assert!(!cm.undo_reduction(t, mf).unwrap());
+    }
 }

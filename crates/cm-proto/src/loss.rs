@@ -1,0 +1,264 @@
+//! The receiver's loss detector (sigcomm1999 §4.3): per-flow sequence
+//! numbers, TCP's three-packet reordering threshold, and a settling delay
+//! of one probe interval.
+//!
+//! A missing sequence number becomes a *candidate* when a packet at least
+//! [`REORDER_THRESHOLD`] numbers above it arrives ("flagging a congestion
+//! event to the sender only if a packet at least three packets greater than
+//! a missing one arrives", §4.3; RFC 5681 §3.2). A candidate still missing
+//! when the next probe arrives is declared lost and reported. The settling
+//! delay is what the probe protocol allows for free: the sender hears of
+//! losses only at responses anyway, and a packet displaced by more than
+//! three positions but arriving before the probe (a path that reorders by
+//! delay rather than by a few positions) is not a loss.
+//!
+//! Duplicates never hide a loss: a sequence number is counted once, and a
+//! duplicate of a received packet cannot fill another one's gap.
+
+use std::collections::BTreeSet;
+
+/// Packets above a missing one before it is a loss candidate (§4.3).
+pub const REORDER_THRESHOLD: u64 = 3;
+/// Missing sequence numbers tracked at most; beyond this gap (a burst of
+/// thousands of lost packets, or a sender that jumped) the oldest are
+/// declared lost at once.
+pub const MAX_TRACKED: usize = 4096;
+
+/// Per-flow loss detection state.
+#[derive(Clone, Debug, Default)]
+pub struct LossDetector {
+    /// Highest sequence number received plus one (flows number their
+    /// packets from 0, so 0 before the first).
+    next: u64,
+    /// Missing numbers below `next` not yet candidates or declared.
+    missing: BTreeSet<u64>,
+    /// Candidates (≥ threshold later packets arrived), not yet settled.
+    candidates: BTreeSet<u64>,
+    /// Declared lost (cumulative).
+    lost: u64,
+    /// Candidates that arrived before they settled (reordering absorbed).
+    pub reordered: u64,
+    /// Packets that arrived after being declared lost (reordering beyond
+    /// the settling delay, or a late duplicate).
+    pub late: u64,
+    /// Duplicate arrivals ignored.
+    pub duplicates: u64,
+    /// Numbers declared lost, kept to recognise a late arrival (bounded).
+    declared: BTreeSet<u64>,
+}
+
+impl LossDetector {
+    /// A detector that has seen nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Packets declared lost so far.
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+
+    /// A packet with sequence number `seq` arrived. Returns `false` for a
+    /// duplicate (or a packet already declared lost), which the caller
+    /// must not count as received bytes.
+    pub fn on_packet(&mut self, seq: u64) -> bool {
+        let next = self.next;
+        if seq >= next {
+            // Everything between next and seq is missing.
+            let gap = seq - next;
+            if gap as usize > MAX_TRACKED {
+                // A jump: the numbers in between cannot all be tracked;
+                // declare all but the last MAX_TRACKED lost at once.
+                self.lost += gap - MAX_TRACKED as u64;
+                for s in (seq - MAX_TRACKED as u64)..seq {
+                    self.missing.insert(s);
+                }
+            } else {
+                for s in next..seq {
+                    self.missing.insert(s);
+                }
+            }
+            self.next = seq.saturating_add(1);
+            // Missing numbers at least THRESHOLD below seq become candidates.
+            let cut = seq.saturating_sub(REORDER_THRESHOLD - 1);
+            let newly: Vec<u64> = self.missing.range(..cut).copied().collect();
+            for s in newly {
+                self.missing.remove(&s);
+                self.candidates.insert(s);
+            }
+            self.bound();
+            return true;
+        }
+        if self.missing.remove(&seq) {
+            return true;
+        }
+        if self.candidates.remove(&seq) {
+            self.reordered += 1;
+            return true;
+        }
+        if self.declared.remove(&seq) {
+            self.late += 1;
+            return false;
+        }
+        self.duplicates += 1;
+        false
+    }
+
+    /// A probe arrived: candidates from before the previous probe that are
+    /// still missing are declared lost. Returns the cumulative count.
+    pub fn settle(&mut self, previous: &mut BTreeSet<u64>) -> u64 {
+        let due: Vec<u64> = previous
+            .iter()
+            .copied()
+            .filter(|s| self.candidates.contains(s))
+            .collect();
+        for s in due {
+            self.candidates.remove(&s);
+            self.lost += 1;
+            self.declared.insert(s);
+        }
+        while self.declared.len() > MAX_TRACKED {
+            self.declared.pop_first();
+        }
+        previous.clone_from(&self.candidates);
+        self.lost
+    }
+
+    /// Keeps the sets bounded: the oldest beyond [`MAX_TRACKED`] are lost.
+    fn bound(&mut self) {
+        while self.missing.len() + self.candidates.len() > MAX_TRACKED {
+            let oldest = match (self.missing.first(), self.candidates.first()) {
+                (Some(&m), Some(&c)) => m.min(c),
+                (Some(&m), None) => m,
+                (None, Some(&c)) => c,
+                (None, None) => break,
+            };
+            self.missing.remove(&oldest);
+            self.candidates.remove(&oldest);
+            self.lost += 1;
+            self.declared.insert(oldest);
+        }
+    }
+}
+
+/// A detector together with the candidate set seen at the previous probe.
+#[derive(Clone, Debug, Default)]
+pub struct SettlingDetector {
+    /// The detector.
+    pub detector: LossDetector,
+    at_last_probe: BTreeSet<u64>,
+}
+
+impl SettlingDetector {
+    /// A packet arrived (see [`LossDetector::on_packet`]).
+    pub fn on_packet(&mut self, seq: u64) -> bool {
+        self.detector.on_packet(seq)
+    }
+
+    /// A probe arrived (see [`LossDetector::settle`]).
+    pub fn on_probe(&mut self) -> u64 {
+        self.detector.settle(&mut self.at_last_probe)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_gap_is_lost_only_after_three_later_packets_and_a_probe() {
+        let mut d = SettlingDetector::default();
+        for s in [0, 1, 3, 4] {
+            assert!(d.on_packet(s));
+        }
+        // 2 is missing, two later packets: not yet a candidate.
+        assert_eq!(d.on_probe(), 0);
+        assert_eq!(d.on_probe(), 0);
+        d.on_packet(5);
+        // Now a candidate; declared at the second probe from here.
+        assert_eq!(d.on_probe(), 0);
+        assert_eq!(d.on_probe(), 1);
+    }
+
+    #[test]
+    fn a_reordered_packet_before_the_probe_is_not_a_loss() {
+        let mut d = SettlingDetector::default();
+        for s in [0, 2, 3, 4, 5, 1] {
+            d.on_packet(s);
+        }
+        assert_eq!(d.on_probe(), 0);
+        assert_eq!(d.on_probe(), 0);
+        assert_eq!(d.detector.reordered, 1);
+    }
+
+    /// Replays `trace` (sequence numbers in arrival order) with a probe
+    /// after each packet in `probes_after`, then two settling probes.
+    fn replay(trace: &[u64], probe_every: usize) -> LossDetector {
+        let mut d = SettlingDetector::default();
+        for (i, &s) in trace.iter().enumerate() {
+            d.on_packet(s);
+            if probe_every > 0 && i % probe_every == probe_every - 1 {
+                d.on_probe();
+            }
+        }
+        d.on_probe();
+        d.on_probe();
+        d.detector
+    }
+
+    proptest! {
+        /// Duplicating packets never hides a loss: the losses declared with
+        /// duplicates are at least those declared without (a duplicate
+        /// cannot stand in for a missing number).
+        #[test]
+        fn duplication_never_hides_a_loss(
+            n in 10u64..400,
+            drops in proptest::collection::btree_set(0u64..400, 0..40),
+            dups in proptest::collection::vec((0usize..400, 1usize..5), 0..40),
+            probe_every in 1usize..20,
+        ) {
+            // Drop anything but the last three, which a tail cannot reveal.
+            let sent: Vec<u64> = (0..n).collect();
+            let kept: Vec<u64> = sent.iter().copied()
+                .filter(|s| !drops.contains(s) || *s + REORDER_THRESHOLD >= n).collect();
+            let real_losses = n - kept.len() as u64;
+            let mut with_dups = kept.clone();
+            for &(at, later) in &dups {
+                if at < kept.len() {
+                    let pos = (at + later).min(with_dups.len());
+                    with_dups.insert(pos, kept[at]);
+                }
+            }
+            let plain = replay(&kept, probe_every);
+            let duped = replay(&with_dups, probe_every);
+            prop_assert_eq!(plain.lost(), real_losses);
+            prop_assert!(duped.lost() >= real_losses,
+                "{} losses declared with duplicates, {} real", duped.lost(), real_losses);
+        }
+
+        /// In order, with no loss, nothing is ever declared lost.
+        #[test]
+        fn in_order_delivery_declares_nothing(n in 1u64..2000, probe_every in 1usize..50) {
+            let trace: Vec<u64> = (0..n).collect();
+            prop_assert_eq!(replay(&trace, probe_every).lost(), 0);
+        }
+
+        /// Reordering by fewer than the threshold declares nothing.
+        #[test]
+        fn small_displacements_are_not_losses(
+            n in 10u64..500,
+            swaps in proptest::collection::vec(0usize..500, 0..50),
+            probe_every in 1usize..20,
+        ) {
+            let mut trace: Vec<u64> = (0..n).collect();
+            // Disjoint adjacent pairs: each packet moves by one place.
+            for s in swaps {
+                if s % 2 == 0 && s + 1 < trace.len() {
+                    trace.swap(s, s + 1);
+                }
+            }
+            prop_assert_eq!(replay(&trace, probe_every).lost(), 0);
+        }
+    }
+}

@@ -1,0 +1,563 @@
+//! The sender CM for one destination host: the handshake that finds out
+//! whether the receiver runs a CM (sigcomm1999 §4.3), the Prober (§2 Fig 2,
+//! §4.2.2 Fig 8), and the turning of responses into `cm_update` feedback.
+//!
+//! - **Handshake.** A SYN carries a random initial sequence number (ISN);
+//!   the receiver CM echoes it in a SYN-ACK. Until then data goes out
+//!   without a CM header, under the application's own feedback, as slow
+//!   start would. No SYN-ACK after [`ProberConfig::syn_attempts`] tries
+//!   (or an ICMP unreachable) means no receiver CM: the prober falls back
+//!   and tries again after [`ProberConfig::retry_after`], doubling each
+//!   time up to [`ProberConfig::max_retry_after`].
+//! - **Probes.** While headed data is unresolved, a probe goes out every
+//!   `srtt / probes_per_rtt` (twice per RTT by default, §4.2.1). Each
+//!   probe's record keeps its time and each flow's cumulative bytes sent
+//!   when it left (Fig 8's `nsent`, as a snapshot).
+//! - **Responses.** A response names the probe it answers; the bytes sent
+//!   before that probe are resolved. The response's cumulative per-flow
+//!   counts give the bytes received (capped at what was sent before the
+//!   probe) and the packets the receiver declared lost, which is the
+//!   congestion signal. One RTT sample per response, less the time the
+//!   probe waited at the receiver. A lost probe or response costs nothing
+//!   but time: the next response's cumulative counts cover it (Fig 8's
+//!   summing from LastProbe, made robust by cumulative counts).
+//! - **No response.** Nothing is reported, so the core's exponential
+//!   aging runs on the macroflow (§4.4) until a response comes back.
+//! - **RST.** A receiver that lost its state answers a probe with RST
+//!   echoing the probe's number; the prober resolves what it cannot learn
+//!   any more (as lost, not as congestion) and handshakes again.
+//! - **Security.** A response must come from the peer (the caller checks
+//!   the address) and echo an outstanding probe number, unguessable from
+//!   off the path (random ISN); stale and replayed ones name probes already
+//!   answered. A response may not claim more bytes than were sent, nor more
+//!   lost packets than were sent: such a response is refused whole.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use cm_core::rtt::RttEstimator;
+use cm_core::{Bytes, Duration, Feedback, Instant, LossMode};
+
+use crate::wire::{Hint, PROTO_DATAGRAM, Packet, Response};
+
+/// Tunables of the prober.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProberConfig {
+    /// Probes per smoothed RTT while data is outstanding (§4.2.1: 2).
+    pub probes_per_rtt: f64,
+    /// Wait for a SYN-ACK before sending the SYN again (RFC 6298's initial
+    /// RTO, 1 s), doubled per attempt.
+    pub syn_timeout: Duration,
+    /// SYNs sent before falling back.
+    pub syn_attempts: u32,
+    /// First wait before trying the handshake again after a fallback.
+    pub retry_after: Duration,
+    /// Longest wait between handshake retries.
+    pub max_retry_after: Duration,
+    /// Probe records kept (older ones are dropped; their responses are
+    /// then refused as stale).
+    pub max_outstanding: usize,
+}
+
+impl Default for ProberConfig {
+    fn default() -> Self {
+        ProberConfig {
+            probes_per_rtt: 2.0,
+            syn_timeout: Duration::from_secs(1),
+            syn_attempts: 3,
+            retry_after: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(900),
+            max_outstanding: 256,
+        }
+    }
+}
+
+/// Whether the peer runs a receiver CM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeerState {
+    /// SYN sent, no answer yet: data goes without a header.
+    Handshaking,
+    /// The peer answered: data carries the CM header and probes run.
+    Negotiated,
+    /// No receiver CM (timeout or unreachable): data goes without a
+    /// header until a retry succeeds.
+    Fallback,
+}
+
+impl PeerState {
+    /// Lower-case name for tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PeerState::Handshaking => "handshaking",
+            PeerState::Negotiated => "negotiated",
+            PeerState::Fallback => "fallback",
+        }
+    }
+}
+
+/// Feedback for one flow, to hand to `cm_update`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Report {
+    /// The flow (as numbered in the DATA headers).
+    pub flow: u32,
+    /// The feedback.
+    pub feedback: Feedback,
+    /// The receiver's hint for the flow, when it has one.
+    pub hint: Option<Hint>,
+}
+
+/// Why the prober refused a datagram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rejected {
+    /// Answers nothing outstanding (a replay, a late duplicate, or a guess).
+    Stale,
+    /// Claims more received bytes or lost packets than were sent.
+    Forged,
+    /// A type the prober does not take.
+    NotForProber,
+}
+
+/// Counters for `cm stat`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProberCounters {
+    /// SYNs sent.
+    pub syns: u64,
+    /// Probes sent.
+    pub probes: u64,
+    /// Responses accepted.
+    pub responses: u64,
+    /// Probes never answered (a later response answered past them).
+    pub unanswered: u64,
+    /// Datagrams refused as stale.
+    pub stale: u64,
+    /// Datagrams refused as forged.
+    pub forged: u64,
+    /// Valid RSTs (resynchronisations).
+    pub resets: u64,
+    /// Fallbacks to "no receiver CM".
+    pub fallbacks: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct FlowTx {
+    /// Headed payload bytes sent, cumulative.
+    sent: u64,
+    /// Headed packets sent, cumulative (= the next data sequence number).
+    packets: u64,
+    /// Bytes reported to the core as sent (resolved).
+    resolved: u64,
+    /// Bytes reported as received.
+    credited: u64,
+    /// The receiver's cumulative lost-packet count already acted on.
+    lost_seen: u32,
+    /// The receiver's cumulative byte count, highest seen.
+    peer_bytes: u64,
+    /// The last hint reported.
+    hint: Hint,
+}
+
+#[derive(Clone, Debug)]
+struct ProbeRecord {
+    seq: u64,
+    sent_at: Instant,
+    /// Each flow's `sent` when the probe left.
+    snapshot: Vec<(u32, u64)>,
+}
+
+/// The sender side of the protocol towards one host.
+#[derive(Clone, Debug)]
+pub struct Prober {
+    cfg: ProberConfig,
+    secret: u64,
+    epoch: u64,
+    state: PeerState,
+    isn: u64,
+    syn_sent_at: Instant,
+    syn_attempt: u32,
+    /// When to act next in Handshaking (SYN timeout) or Fallback (retry).
+    deadline: Option<Instant>,
+    retry_wait: Duration,
+    next_probe_seq: u64,
+    next_probe_at: Option<Instant>,
+    records: VecDeque<ProbeRecord>,
+    /// The last probe answered.
+    answered: u64,
+    flows: BTreeMap<u32, FlowTx>,
+    rtt: RttEstimator,
+    /// Packets sent and declared lost over the association (loss estimate).
+    packets_sent: u64,
+    packets_lost: u64,
+    transmit: VecDeque<Packet>,
+    reports: VecDeque<Report>,
+    /// Counters.
+    pub counters: ProberCounters,
+}
+
+/// A 64-bit mix (splitmix64's finaliser): ISNs from a secret and a counter,
+/// as RFC 6528 derives TCP's from a secret.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl Prober {
+    /// Starts the handshake towards a new peer: queues a SYN. `secret` is
+    /// random (the ISNs are derived from it); the clock is `now`.
+    pub fn new(cfg: ProberConfig, now: Instant, secret: u64) -> Self {
+        let mut p = Prober {
+            cfg,
+            secret,
+            epoch: 0,
+            state: PeerState::Handshaking,
+            isn: 0,
+            syn_sent_at: now,
+            syn_attempt: 0,
+            deadline: None,
+            retry_wait: cfg.retry_after,
+            next_probe_seq: 0,
+            next_probe_at: None,
+            records: VecDeque::new(),
+            answered: 0,
+            flows: BTreeMap::new(),
+            rtt: RttEstimator::new(),
+            packets_sent: 0,
+            packets_lost: 0,
+            transmit: VecDeque::new(),
+            reports: VecDeque::new(),
+            counters: ProberCounters::default(),
+        };
+        p.handshake(now);
+        p
+    }
+
+    /// The peer's state.
+    pub fn state(&self) -> PeerState {
+        self.state
+    }
+
+    /// Smoothed RTT of probes, if any answered.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.rtt.srtt()
+    }
+
+    /// Minimum RTT of probes.
+    pub fn min_rtt(&self) -> Option<Duration> {
+        self.rtt.min_rtt()
+    }
+
+    /// Fraction of headed packets the receiver declared lost.
+    pub fn loss_estimate(&self) -> Option<f64> {
+        (self.packets_sent > 0).then(|| self.packets_lost as f64 / self.packets_sent as f64)
+    }
+
+    /// Packets sent with the header and declared lost so far.
+    pub fn packet_counts(&self) -> (u64, u64) {
+        (self.packets_sent, self.packets_lost)
+    }
+
+    fn handshake(&mut self, now: Instant) {
+        self.epoch += 1;
+        self.isn = mix(self.secret ^ mix(self.epoch)) >> 1;
+        self.state = PeerState::Handshaking;
+        self.syn_attempt = 0;
+        self.send_syn(now);
+    }
+
+    fn send_syn(&mut self, now: Instant) {
+        self.syn_attempt += 1;
+        self.syn_sent_at = now;
+        self.deadline = Some(
+            now + self
+                .cfg
+                .syn_timeout
+                .saturating_mul(1 << (self.syn_attempt - 1).min(6)),
+        );
+        self.counters.syns += 1;
+        self.transmit.push_back(Packet::Syn { isn: self.isn });
+    }
+
+    /// A payload of `len` bytes of `flow` is about to leave. Returns the
+    /// CM header to put in front of it when the peer is negotiated, or
+    /// `None`: send it without one, under the application's own feedback.
+    pub fn on_send(&mut self, now: Instant, flow: u32, len: u32) -> Option<Packet> {
+        if self.state != PeerState::Negotiated {
+            return None;
+        }
+        let f = self.flows.entry(flow).or_default();
+        let seq = f.packets;
+        f.packets += 1;
+        f.sent += u64::from(len);
+        self.packets_sent += 1;
+        if self.next_probe_at.is_none() {
+            self.next_probe_at = Some(now + self.probe_interval());
+        }
+        Some(Packet::Data {
+            protocol: PROTO_DATAGRAM,
+            flow,
+            seq,
+        })
+    }
+
+    /// A flow closed: its unresolved bytes are reported at the next
+    /// response as usual, then it is forgotten.
+    pub fn forget_flow(&mut self, flow: u32) {
+        if let Some(f) = self.flows.get(&flow) {
+            if f.resolved == f.sent {
+                self.flows.remove(&flow);
+            }
+        }
+    }
+
+    fn probe_interval(&self) -> Duration {
+        let rtt = self.rtt.srtt().unwrap_or(self.cfg.syn_timeout).as_micros() as f64;
+        let ppr = if self.cfg.probes_per_rtt > 0.0 {
+            self.cfg.probes_per_rtt
+        } else {
+            2.0
+        };
+        Duration::from_micros(((rtt / ppr) as u64).max(1))
+    }
+
+    fn unresolved(&self) -> bool {
+        self.flows.values().any(|f| f.resolved < f.sent)
+    }
+
+    /// The next control packet to send to the peer's CM.
+    pub fn poll_transmit(&mut self) -> Option<Packet> {
+        self.transmit.pop_front()
+    }
+
+    /// The next report for `cm_update`.
+    pub fn poll_report(&mut self) -> Option<Report> {
+        self.reports.pop_front()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) wants to run.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match self.state {
+            PeerState::Negotiated => self.next_probe_at,
+            _ => self.deadline,
+        }
+    }
+
+    /// Timers: SYN retransmission and fallback, handshake retries, probes.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        match self.state {
+            PeerState::Handshaking => {
+                if self.deadline.is_some_and(|d| d <= now) {
+                    if self.syn_attempt < self.cfg.syn_attempts {
+                        self.send_syn(now);
+                    } else {
+                        self.fall_back(now);
+                    }
+                }
+            }
+            PeerState::Fallback => {
+                if self.deadline.is_some_and(|d| d <= now) {
+                    self.handshake(now);
+                }
+            }
+            PeerState::Negotiated => {
+                let Some(at) = self.next_probe_at else {
+                    return;
+                };
+                if at > now {
+                    return;
+                }
+                self.send_probe(now);
+                self.next_probe_at = self.unresolved().then(|| now + self.probe_interval());
+            }
+        }
+    }
+
+    fn send_probe(&mut self, now: Instant) {
+        let seq = self.next_probe_seq;
+        self.next_probe_seq += 1;
+        let snapshot = self
+            .flows
+            .iter()
+            .filter(|(_, f)| f.resolved < f.sent)
+            .map(|(&id, f)| (id, f.sent))
+            .collect();
+        self.records.push_back(ProbeRecord {
+            seq,
+            sent_at: now,
+            snapshot,
+        });
+        while self.records.len() > self.cfg.max_outstanding.max(1) {
+            self.records.pop_front();
+        }
+        self.counters.probes += 1;
+        self.transmit.push_back(Packet::Probe { seq });
+    }
+
+    fn fall_back(&mut self, now: Instant) {
+        self.state = PeerState::Fallback;
+        self.counters.fallbacks += 1;
+        self.deadline = Some(now + self.retry_wait);
+        self.retry_wait = self
+            .retry_wait
+            .saturating_mul(2)
+            .min(self.cfg.max_retry_after);
+        self.abandon();
+    }
+
+    /// Resolves every headed byte the receiver can no longer report on
+    /// (its state is gone): as not received, not as congestion.
+    fn abandon(&mut self) {
+        for (&flow, f) in &mut self.flows {
+            if f.sent > f.resolved {
+                let nsent = f.sent - f.resolved;
+                self.reports.push_back(Report {
+                    flow,
+                    feedback: Feedback {
+                        nsent: Bytes(nsent),
+                        nrecd: Bytes::ZERO,
+                        loss: LossMode::NotCongestion,
+                        rtt: None,
+                    },
+                    hint: None,
+                });
+            }
+        }
+        self.flows.clear();
+        self.records.clear();
+        self.next_probe_at = None;
+    }
+
+    /// An ICMP unreachable for the peer's CM port: no receiver CM (or it
+    /// went away).
+    pub fn on_unreachable(&mut self, now: Instant) {
+        if self.state != PeerState::Fallback {
+            self.fall_back(now);
+        }
+    }
+
+    /// A control packet from the peer's CM (the caller has checked its
+    /// source address).
+    pub fn on_packet(&mut self, now: Instant, pkt: &Packet) -> Result<(), Rejected> {
+        match pkt {
+            Packet::SynAck { isn } => self.on_syn_ack(now, *isn),
+            Packet::Rst { seq } => self.on_rst(now, *seq),
+            Packet::Response(r) => self.on_response(now, r),
+            _ => Err(Rejected::NotForProber),
+        }
+    }
+
+    fn on_syn_ack(&mut self, now: Instant, isn: u64) -> Result<(), Rejected> {
+        if self.state != PeerState::Handshaking || isn != self.isn {
+            self.counters.stale += 1;
+            return Err(Rejected::Stale);
+        }
+        self.state = PeerState::Negotiated;
+        self.deadline = None;
+        self.retry_wait = self.cfg.retry_after;
+        self.next_probe_seq = isn + 1;
+        self.answered = isn;
+        // Karn: only an unretransmitted SYN gives an RTT sample.
+        if self.syn_attempt == 1 {
+            let r = now.saturating_since(self.syn_sent_at);
+            if !r.is_zero() {
+                self.rtt.on_sample(r);
+            }
+        }
+        Ok(())
+    }
+
+    fn on_rst(&mut self, now: Instant, seq: u64) -> Result<(), Rejected> {
+        let valid = match self.state {
+            PeerState::Negotiated => seq > self.answered && seq < self.next_probe_seq,
+            _ => false,
+        };
+        if !valid {
+            self.counters.stale += 1;
+            return Err(Rejected::Stale);
+        }
+        self.counters.resets += 1;
+        self.abandon();
+        self.handshake(now);
+        Ok(())
+    }
+
+    fn on_response(&mut self, now: Instant, r: &Response) -> Result<(), Rejected> {
+        if self.state != PeerState::Negotiated
+            || r.this_probe <= self.answered
+            || r.this_probe >= self.next_probe_seq
+        {
+            self.counters.stale += 1;
+            return Err(Rejected::Stale);
+        }
+        let Some(pos) = self.records.iter().position(|p| p.seq == r.this_probe) else {
+            self.counters.stale += 1;
+            return Err(Rejected::Stale);
+        };
+        // Refuse the whole response if any flow claims the impossible.
+        for e in &r.flows {
+            let ok = self.flows.get(&e.flow).is_some_and(|f| {
+                e.bytes <= f.sent && u64::from(e.lost) <= f.packets && e.lost >= f.lost_seen
+            });
+            if !ok {
+                self.counters.forged += 1;
+                return Err(Rejected::Forged);
+            }
+        }
+        let rec = self.records[pos].clone();
+        self.records.drain(..=pos);
+        self.counters.unanswered += r.this_probe - self.answered - 1;
+        self.answered = r.this_probe;
+        self.counters.responses += 1;
+        let rtt = now
+            .saturating_since(rec.sent_at)
+            .as_micros()
+            .saturating_sub(u64::from(r.delay_us));
+        let rtt = (rtt > 0).then(|| Duration::from_micros(rtt));
+        if let Some(s) = rtt {
+            self.rtt.on_sample(s);
+        }
+        let mut rtt_once = rtt;
+        for &(flow, upto) in &rec.snapshot {
+            let Some(f) = self.flows.get_mut(&flow) else {
+                continue;
+            };
+            let entry = r.flows.iter().find(|e| e.flow == flow);
+            if let Some(e) = entry {
+                f.peer_bytes = f.peer_bytes.max(e.bytes);
+            }
+            let new_lost = entry.map_or(0, |e| e.lost - f.lost_seen);
+            if let Some(e) = entry {
+                f.lost_seen = e.lost;
+            }
+            self.packets_lost += u64::from(new_lost);
+            if upto <= f.resolved && new_lost == 0 {
+                continue;
+            }
+            let nsent = upto.saturating_sub(f.resolved);
+            let nrecd = f.peer_bytes.min(upto).saturating_sub(f.credited).min(nsent);
+            f.resolved = f.resolved.max(upto);
+            f.credited += nrecd;
+            let hint = entry.map(|e| e.hint).filter(|h| *h != f.hint);
+            if let Some(h) = hint {
+                f.hint = h;
+            }
+            self.reports.push_back(Report {
+                flow,
+                feedback: Feedback {
+                    nsent: Bytes(nsent),
+                    nrecd: Bytes(nrecd),
+                    loss: if new_lost > 0 {
+                        LossMode::Transient
+                    } else {
+                        LossMode::None
+                    },
+                    rtt: rtt_once.take(),
+                },
+                hint,
+            });
+        }
+        if self.next_probe_at.is_none() && self.unresolved() {
+            self.next_probe_at = Some(now + self.probe_interval());
+        }
+        Ok(())
+    }
+}
