@@ -166,6 +166,29 @@ impl<A: Copy + Eq + Hash + std::fmt::Debug> Endpoint<A> {
         Some(h)
     }
 
+    /// `len` bytes of `flow`, which has no feedback of its own, went to
+    /// `peer` without a header during the handshake
+    /// ([`Prober::on_send_bare`]).
+    pub fn on_send_bare(&mut self, peer: A, flow: u32, len: u32) {
+        if let Some(p) = self.probers.get_mut(&peer) {
+            p.on_send_bare(flow, len);
+        }
+    }
+
+    /// Header-less data of `flow` from `from`, identified by the driver
+    /// (§4.2.2's receiver counts bytes without sequence numbers).
+    pub fn on_bare_data(&mut self, now: Instant, from: A, flow: u32, len: u32) {
+        match self.responders.get_mut(&from) {
+            Some((r, seen)) => {
+                *seen = now;
+                if r.on_bare(now, flow, len).is_err() {
+                    self.counters.uncounted_data += 1;
+                }
+            }
+            None => self.counters.uncounted_data += 1,
+        }
+    }
+
     /// A datagram from `from`. Control packets are handled here; data is
     /// counted for its sender's responder and its payload offset returned.
     /// `arrived` is when the socket received it (the probe's wait until

@@ -103,6 +103,11 @@ pub struct Report {
     pub feedback: Feedback,
     /// The receiver's hint for the flow, when it has one.
     pub hint: Option<Hint>,
+    /// Payload bytes sent between the previous answered probe and this
+    /// one, and received in between as the responder counted them
+    /// (uncapped: reordering across a probe makes the second exceed the
+    /// first). §4.2.2's header-less inference ([`crate::undo`]) reads these.
+    pub interval: (u64, u64),
 }
 
 /// Why the prober refused a datagram.
@@ -153,6 +158,8 @@ struct FlowTx {
     peer_bytes: u64,
     /// The last hint reported.
     hint: Hint,
+    /// `sent` at the last answered probe, and `peer_bytes` then.
+    interval_base: (u64, u64),
 }
 
 #[derive(Clone, Debug)]
@@ -182,6 +189,9 @@ pub struct Prober {
     /// The last probe answered.
     answered: u64,
     flows: BTreeMap<u32, FlowTx>,
+    /// Bytes of feedback-less flows sent without a header while the
+    /// handshake runs, per flow.
+    bare: BTreeMap<u32, u64>,
     rtt: RttEstimator,
     /// Packets sent and declared lost over the association (loss estimate).
     packets_sent: u64,
@@ -220,6 +230,7 @@ impl Prober {
             records: VecDeque::new(),
             answered: 0,
             flows: BTreeMap::new(),
+            bare: BTreeMap::new(),
             rtt: RttEstimator::new(),
             packets_sent: 0,
             packets_lost: 0,
@@ -297,6 +308,19 @@ impl Prober {
             flow,
             seq,
         })
+    }
+
+    /// `len` bytes of `flow`, a flow with no feedback of its own, went out
+    /// without a header (the handshake is running, §4.3: "we permit packets
+    /// to be sent emulating TCP slow start"). When the SYN-ACK arrives they
+    /// are reported delivered, with the handshake's RTT (at most the initial
+    /// window, sent in that round trip, which no receiver counted); on a
+    /// fallback they are reported as not received, not as congestion.
+    /// Flows that give their own feedback must not be reported here.
+    pub fn on_send_bare(&mut self, flow: u32, len: u32) {
+        if self.state == PeerState::Handshaking {
+            *self.bare.entry(flow).or_default() += u64::from(len);
+        }
     }
 
     /// A flow closed: its unresolved bytes are reported at the next
@@ -392,7 +416,29 @@ impl Prober {
         self.transmit.push_back(Packet::Probe { seq });
     }
 
+    fn resolve_bare(&mut self, delivered: bool, rtt: Option<Duration>) {
+        let mut rtt = rtt;
+        for (flow, n) in std::mem::take(&mut self.bare) {
+            self.reports.push_back(Report {
+                flow,
+                feedback: Feedback {
+                    nsent: Bytes(n),
+                    nrecd: Bytes(if delivered { n } else { 0 }),
+                    loss: if delivered {
+                        LossMode::None
+                    } else {
+                        LossMode::NotCongestion
+                    },
+                    rtt: rtt.take(),
+                },
+                hint: None,
+                interval: (n, if delivered { n } else { 0 }),
+            });
+        }
+    }
+
     fn fall_back(&mut self, now: Instant) {
+        self.resolve_bare(false, None);
         self.state = PeerState::Fallback;
         self.counters.fallbacks += 1;
         self.deadline = Some(now + self.retry_wait);
@@ -418,6 +464,7 @@ impl Prober {
                         rtt: None,
                     },
                     hint: None,
+                    interval: (nsent, 0),
                 });
             }
         }
@@ -456,12 +503,15 @@ impl Prober {
         self.next_probe_seq = isn + 1;
         self.answered = isn;
         // Karn: only an unretransmitted SYN gives an RTT sample.
+        let mut sample = None;
         if self.syn_attempt == 1 {
             let r = now.saturating_since(self.syn_sent_at);
             if !r.is_zero() {
                 self.rtt.on_sample(r);
+                sample = Some(r);
             }
         }
+        self.resolve_bare(true, sample);
         Ok(())
     }
 
@@ -521,6 +571,12 @@ impl Prober {
                 continue;
             };
             let entry = r.flows.iter().find(|e| e.flow == flow);
+            let peer_now = entry.map_or(f.peer_bytes, |e| e.bytes.max(f.peer_bytes));
+            let interval = (
+                upto.saturating_sub(f.interval_base.0),
+                peer_now.saturating_sub(f.interval_base.1),
+            );
+            f.interval_base = (upto.max(f.interval_base.0), peer_now);
             if let Some(e) = entry {
                 f.peer_bytes = f.peer_bytes.max(e.bytes);
             }
@@ -553,6 +609,7 @@ impl Prober {
                     rtt: rtt_once.take(),
                 },
                 hint,
+                interval,
             });
         }
         if self.next_probe_at.is_none() && self.unresolved() {

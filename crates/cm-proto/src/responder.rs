@@ -124,6 +124,23 @@ impl Responder {
         Ok(())
     }
 
+    /// A data packet of `flow` that came without a CM header (a sender
+    /// that could not negotiate one, §4.2.2): its bytes count, but without
+    /// a sequence number no loss can be detected here.
+    pub fn on_bare(&mut self, now: Instant, flow: u32, len: u32) -> Result<(), Refusal> {
+        if self.isn.is_none() {
+            return Err(Refusal::NoAssociation);
+        }
+        if !self.flows.contains_key(&flow) && self.flows.len() >= MAX_FLOWS {
+            return Err(Refusal::TooManyFlows);
+        }
+        let f = self.flows.entry(flow).or_default();
+        f.last_seen = Some(now);
+        f.bytes = f.bytes.wrapping_add(u64::from(len));
+        self.data_packets += 1;
+        Ok(())
+    }
+
     /// A probe: the response (Fig 8, receiver side), or RST when there is
     /// no association (the receiver restarted, §4.3). `delay` is how long
     /// the probe waited before this call, echoed for the RTT sample.
