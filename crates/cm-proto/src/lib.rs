@@ -45,7 +45,9 @@
 //!             RST           the probe number that found no association
 //!             PROBE         the probe number (ISN+1, ISN+2, …)
 //!             RESPONSE      ThisProbe, the probe answered
-//!             DATA          the flow's packet number (0, 1, 2, …)
+//!             DATA          bits 63..48: the association's tag (the ISN's
+//!                           low 16 bits); bits 47..0: the flow's packet
+//!                           number (0, 1, 2, …)
 //! ```
 //!
 //! A RESPONSE (Fig 11) continues:

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use cm_core::{Duration, Instant};
 
 use crate::loss::SettlingDetector;
+use crate::prober::{PACKET_BITS, association_tag};
 use crate::wire::{FlowReport, Hint, MAX_ENTRIES, Packet, Response};
 
 /// Why the responder dropped a datagram.
@@ -93,9 +94,14 @@ impl Responder {
     /// was counted (duplicates are not). Data without an association is
     /// still delivered by the caller, but not counted.
     pub fn on_data(&mut self, now: Instant, flow: u32, seq: u64, len: u32) -> Result<(), Refusal> {
-        if self.isn.is_none() {
+        let Some(isn) = self.isn else {
+            return Err(Refusal::NoAssociation);
+        };
+        // Headed under another association (before a reset): not ours.
+        if association_tag(seq) != isn as u16 {
             return Err(Refusal::NoAssociation);
         }
+        let seq = seq & ((1 << PACKET_BITS) - 1);
         if !self.flows.contains_key(&flow) {
             if self.flows.len() >= MAX_FLOWS {
                 self.forget_idle(now);

@@ -39,107 +39,21 @@ use cm_core::{Bytes, Duration, Feedback, Instant, LossMode};
 
 use crate::wire::{Hint, PROTO_DATAGRAM, Packet, Response};
 
-/// Tunables of the prober.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ProberConfig {
-    /// Probes per smoothed RTT while data is outstanding (§4.2.1: 2).
-    pub probes_per_rtt: f64,
-    /// Wait for a SYN-ACK before sending the SYN again (RFC 6298's initial
-    /// RTO, 1 s), doubled per attempt.
-    pub syn_timeout: Duration,
-    /// SYNs sent before falling back.
-    pub syn_attempts: u32,
-    /// First wait before trying the handshake again after a fallback.
-    pub retry_after: Duration,
-    /// Longest wait between handshake retries.
-    pub max_retry_after: Duration,
-    /// Probe records kept (older ones are dropped; their responses are
-    /// then refused as stale).
-    pub max_outstanding: usize,
-}
+#[cfg(test)]
+mod tests;
+mod types;
 
-impl Default for ProberConfig {
-    fn default() -> Self {
-        ProberConfig {
-            probes_per_rtt: 2.0,
-            syn_timeout: Duration::from_secs(1),
-            syn_attempts: 3,
-            retry_after: Duration::from_secs(30),
-            max_retry_after: Duration::from_secs(900),
-            max_outstanding: 256,
-        }
-    }
-}
+pub use types::{PeerState, ProberConfig, ProberCounters, Rejected, Report};
 
-/// Whether the peer runs a receiver CM.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PeerState {
-    /// SYN sent, no answer yet: data goes without a header.
-    Handshaking,
-    /// The peer answered: data carries the CM header and probes run.
-    Negotiated,
-    /// No receiver CM (timeout or unreachable): data goes without a
-    /// header until a retry succeeds.
-    Fallback,
-}
+/// Bits of a DATA sequence number that number the flow's packets; the
+/// top 16 carry the association's tag (the low 16 bits of its ISN), so a
+/// packet headed under an association that has since been reset is not
+/// counted by the next one.
+pub const PACKET_BITS: u32 = 48;
 
-impl PeerState {
-    /// Lower-case name for tables.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PeerState::Handshaking => "handshaking",
-            PeerState::Negotiated => "negotiated",
-            PeerState::Fallback => "fallback",
-        }
-    }
-}
-
-/// Feedback for one flow, to hand to `cm_update`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Report {
-    /// The flow (as numbered in the DATA headers).
-    pub flow: u32,
-    /// The feedback.
-    pub feedback: Feedback,
-    /// The receiver's hint for the flow, when it has one.
-    pub hint: Option<Hint>,
-    /// Payload bytes sent between the previous answered probe and this
-    /// one, and received in between as the responder counted them
-    /// (uncapped: reordering across a probe makes the second exceed the
-    /// first). §4.2.2's header-less inference ([`crate::undo`]) reads these.
-    pub interval: (u64, u64),
-}
-
-/// Why the prober refused a datagram.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rejected {
-    /// Answers nothing outstanding (a replay, a late duplicate, or a guess).
-    Stale,
-    /// Claims more received bytes or lost packets than were sent.
-    Forged,
-    /// A type the prober does not take.
-    NotForProber,
-}
-
-/// Counters for `cm stat`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ProberCounters {
-    /// SYNs sent.
-    pub syns: u64,
-    /// Probes sent.
-    pub probes: u64,
-    /// Responses accepted.
-    pub responses: u64,
-    /// Probes never answered (a later response answered past them).
-    pub unanswered: u64,
-    /// Datagrams refused as stale.
-    pub stale: u64,
-    /// Datagrams refused as forged.
-    pub forged: u64,
-    /// Valid RSTs (resynchronisations).
-    pub resets: u64,
-    /// Fallbacks to "no receiver CM".
-    pub fallbacks: u64,
+/// The association tag of a DATA sequence number.
+pub fn association_tag(seq: u64) -> u16 {
+    (seq >> PACKET_BITS) as u16
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -292,22 +206,51 @@ impl Prober {
     /// CM header to put in front of it when the peer is negotiated, or
     /// `None`: send it without one, under the application's own feedback.
     pub fn on_send(&mut self, now: Instant, flow: u32, len: u32) -> Option<Packet> {
+        let (pkt, epoch) = self.assign(flow)?;
+        self.on_departed(now, flow, len, epoch);
+        Some(pkt)
+    }
+
+    /// The header for `flow`'s next packet, when the peer is negotiated,
+    /// with the association epoch to give back to
+    /// [`on_departed`](Self::on_departed). For senders that queue packets
+    /// (headed when queued) and count them when they leave.
+    pub fn assign(&mut self, flow: u32) -> Option<(Packet, u64)> {
         if self.state != PeerState::Negotiated {
             return None;
         }
         let f = self.flows.entry(flow).or_default();
-        let seq = f.packets;
+        let seq =
+            (u64::from(self.isn as u16) << PACKET_BITS) | (f.packets & ((1 << PACKET_BITS) - 1));
         f.packets += 1;
+        Some((
+            Packet::Data {
+                protocol: PROTO_DATAGRAM,
+                flow,
+                seq,
+            },
+            self.epoch,
+        ))
+    }
+
+    /// A packet headed by [`assign`](Self::assign) under `epoch` left with
+    /// `len` payload bytes. Returns `false` if the association it was
+    /// headed for is gone (reset or fallback): nobody will report on it,
+    /// and the caller resolves it itself (as not received, not as
+    /// congestion).
+    pub fn on_departed(&mut self, now: Instant, flow: u32, len: u32, epoch: u64) -> bool {
+        if self.state != PeerState::Negotiated || epoch != self.epoch {
+            return false;
+        }
+        let Some(f) = self.flows.get_mut(&flow) else {
+            return false;
+        };
         f.sent += u64::from(len);
         self.packets_sent += 1;
         if self.next_probe_at.is_none() {
             self.next_probe_at = Some(now + self.probe_interval());
         }
-        Some(Packet::Data {
-            protocol: PROTO_DATAGRAM,
-            flow,
-            seq,
-        })
+        true
     }
 
     /// `len` bytes of `flow`, a flow with no feedback of its own, went out

@@ -1,0 +1,252 @@
+//! The prober against a responder over a channel that loses, duplicates
+//! and reorders, with forged packets mixed in.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::endpoint::{Endpoint, EndpointConfig};
+use crate::wire::FlowReport;
+
+const A: u8 = 1;
+const B: u8 = 2;
+
+/// A two-host run: `A` sends `packets` datagrams of 1000 bytes on flows
+/// 0..flows to `B`, one every ms; the channel drops with probability
+/// `loss`, duplicates with `dup`, and delays each datagram by 20 ms plus up
+/// to `jitter` ms (reordering). Returns A's endpoint, the reports, and the
+/// bytes sent per flow.
+#[allow(clippy::type_complexity)]
+fn run(
+    seed: u64,
+    packets: u32,
+    flows: u32,
+    loss: f64,
+    dup: f64,
+    jitter: u64,
+    forge: bool,
+) -> (Endpoint<u8>, Vec<Report>, BTreeMap<u32, u64>) {
+    let mut rng = seed | 1;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut a = Endpoint::new(EndpointConfig::default(), seed);
+    let mut b = Endpoint::new(EndpointConfig::default(), !seed);
+    // (arrival µs, tiebreak, destination, bytes)
+    let mut wire: BTreeMap<(u64, u64), (u8, Vec<u8>)> = BTreeMap::new();
+    let mut tie = 0u64;
+    let mut reports = Vec::new();
+    let mut sent: BTreeMap<u32, u64> = BTreeMap::new();
+    let t = |us: u64| Instant::from_micros(us);
+    a.connect(t(0), B);
+    let end = u64::from(packets) * 1000 + 3_000_000;
+    let mut now = 0u64;
+    let mut sent_count = 0u32;
+    while now < end {
+        // Transmit what the endpoints queued.
+        for (from, ep) in [(A, &mut a), (B, &mut b)] {
+            while let Some((to, bytes)) = ep.poll_transmit() {
+                for _ in 0..(1 + u32::from(next() < dup)) {
+                    if next() >= loss {
+                        let at = now + 20_000 + (next() * jitter as f64 * 1000.0) as u64;
+                        tie += 1;
+                        wire.insert((at, tie), (to, bytes.clone()));
+                    }
+                }
+                let _ = from;
+            }
+        }
+        // One datagram per ms from A.
+        if now % 1000 == 0 && sent_count < packets {
+            let flow = sent_count % flows;
+            let mut d = match a.on_send(t(now), B, flow, 1000) {
+                Some(h) => {
+                    *sent.entry(flow).or_default() += 1000;
+                    h.to_vec()
+                }
+                None => {
+                    a.on_send_bare(B, flow, 1000);
+                    *sent.entry(flow).or_default() += 1000;
+                    vec![0xAA; 16]
+                }
+            };
+            d.extend_from_slice(&[0; 1000]);
+            for _ in 0..(1 + u32::from(next() < dup)) {
+                if next() >= loss {
+                    let at = now + 20_000 + (next() * jitter as f64 * 1000.0) as u64;
+                    tie += 1;
+                    wire.insert((at, tie), (B, d.clone()));
+                }
+            }
+            sent_count += 1;
+        }
+        if forge && now % 7_000 == 0 {
+            // An off-path host guessing: random probe numbers and counts.
+            let r = Packet::Response(Response {
+                this_probe: (next() * 1e9) as u64,
+                last_probe: 0,
+                delay_us: 0,
+                flows: vec![FlowReport {
+                    flow: 0,
+                    bytes: (next() * 1e9) as u64,
+                    lost: 0,
+                    hint: Hint::default(),
+                }],
+            });
+            tie += 1;
+            wire.insert((now + 1, tie), (A, r.encode()));
+            tie += 1;
+            wire.insert(
+                (now + 1, tie),
+                (
+                    A,
+                    Packet::Rst {
+                        seq: (next() * 1e9) as u64,
+                    }
+                    .encode(),
+                ),
+            );
+        }
+        // Deliver what is due.
+        while let Some((&(at, k), _)) = wire.first_key_value() {
+            if at > now {
+                break;
+            }
+            let Some((to, bytes)) = wire.remove(&(at, k)) else {
+                break;
+            };
+            let (ep, from) = if to == A { (&mut a, B) } else { (&mut b, A) };
+            ep.on_datagram(t(now), t(now), from, &bytes);
+        }
+        a.handle_timeout(t(now));
+        b.handle_timeout(t(now));
+        while let Some((_, r)) = a.poll_report() {
+            reports.push(r);
+        }
+        now += 500;
+    }
+    (a, reports, sent)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Whatever the channel does, and whatever a guessing host injects, the
+    /// reports never credit more bytes than were sent, flow by flow, and
+    /// each report's received bytes stay within its sent bytes.
+    #[test]
+    fn a_response_never_credits_more_than_was_sent(
+        seed in any::<u64>(),
+        loss in 0.0f64..0.2,
+        dup in 0.0f64..0.1,
+        jitter in 0u64..30,
+        flows in 1u32..4,
+    ) {
+        let (_, reports, sent) = run(seed, 400, flows, loss, dup, jitter, true);
+        let mut resolved: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+        for r in &reports {
+            prop_assert!(r.feedback.nrecd <= r.feedback.nsent);
+            let e = resolved.entry(r.flow).or_default();
+            e.0 += r.feedback.nsent.get();
+            e.1 += r.feedback.nrecd.get();
+        }
+        for (flow, (s, rcv)) in resolved {
+            let total = sent.get(&flow).copied().unwrap_or(0);
+            prop_assert!(s <= total, "flow {flow}: {s} resolved of {total} sent");
+            prop_assert!(rcv <= s);
+        }
+    }
+}
+
+/// On a clean channel every byte is resolved and credited, the handshake's
+/// bare bytes included, and no loss is reported.
+#[test]
+fn a_clean_channel_credits_everything() {
+    let (a, reports, sent) = run(7, 500, 2, 0.0, 0.0, 0, false);
+    let p = a.prober(&B).unwrap();
+    assert_eq!(p.state(), PeerState::Negotiated);
+    let mut credited: BTreeMap<u32, u64> = BTreeMap::new();
+    for r in &reports {
+        assert_eq!(r.feedback.loss, LossMode::None);
+        *credited.entry(r.flow).or_default() += r.feedback.nrecd.get();
+    }
+    assert_eq!(credited, sent);
+    assert!(p.srtt().is_some_and(|s| s.as_micros() >= 40_000));
+}
+
+/// With random loss and no reordering, the receiver's declared losses
+/// match the packets dropped (the last few, which no later packet
+/// reveals, aside), so the loss estimate is the true one.
+#[test]
+fn the_loss_estimate_tracks_the_true_loss() {
+    let (a, reports, _) = run(11, 4000, 1, 0.02, 0.0, 0, false);
+    let p = a.prober(&B).unwrap();
+    let est = p.loss_estimate().unwrap();
+    assert!((0.012..0.03).contains(&est), "estimate {est}");
+    assert!(
+        reports
+            .iter()
+            .any(|r| r.feedback.loss == LossMode::Transient)
+    );
+}
+
+/// A receiver that loses its state answers the next probe with RST; the
+/// prober resolves what it had outstanding and handshakes again.
+#[test]
+fn rst_resynchronises() {
+    let t = |ms: u64| Instant::from_micros(ms * 1000);
+    let mut a: Endpoint<u8> = Endpoint::new(EndpointConfig::default(), 3);
+    let mut b: Endpoint<u8> = Endpoint::new(EndpointConfig::default(), 4);
+    a.connect(t(0), B);
+    let (_, syn) = a.poll_transmit().unwrap();
+    b.on_datagram(t(10), t(10), A, &syn);
+    let (_, ack) = b.poll_transmit().unwrap();
+    a.on_datagram(t(20), t(20), B, &ack);
+    a.on_send(t(21), B, 0, 500).unwrap();
+    // B restarts: a fresh endpoint with no association.
+    let mut b: Endpoint<u8> = Endpoint::new(EndpointConfig::default(), 5);
+    a.handle_timeout(t(40));
+    let (_, probe) = a.poll_transmit().unwrap();
+    b.on_datagram(t(50), t(50), A, &probe);
+    let (_, rst) = b.poll_transmit().unwrap();
+    assert!(matches!(Packet::decode(&rst), Ok(Packet::Rst { .. })));
+    a.on_datagram(t(60), t(60), B, &rst);
+    assert_eq!(a.state(&B), Some(PeerState::Handshaking));
+    let (_, r) = a.poll_report().unwrap();
+    assert_eq!((r.feedback.nsent.get(), r.feedback.nrecd.get()), (500, 0));
+    assert_eq!(r.feedback.loss, LossMode::NotCongestion);
+    // The new SYN goes out and the association comes back.
+    let (_, syn) = a.poll_transmit().unwrap();
+    b.on_datagram(t(70), t(70), A, &syn);
+    let (_, ack) = b.poll_transmit().unwrap();
+    a.on_datagram(t(80), t(80), B, &ack);
+    assert_eq!(a.state(&B), Some(PeerState::Negotiated));
+    assert_eq!(a.prober(&B).unwrap().counters.resets, 1);
+}
+
+/// No SYN-ACK: three SYNs (1, 2, 4 s apart), then fallback, then a retry
+/// after `retry_after`.
+#[test]
+fn no_receiver_cm_falls_back_and_retries() {
+    let t = |ms: u64| Instant::from_micros(ms * 1000);
+    let mut a: Endpoint<u8> = Endpoint::new(EndpointConfig::default(), 3);
+    a.connect(t(0), B);
+    let mut syns = 0;
+    let mut ms = 0;
+    while a.state(&B) == Some(PeerState::Handshaking) && ms < 20_000 {
+        while a.poll_transmit().is_some() {
+            syns += 1;
+        }
+        ms += 10;
+        a.handle_timeout(t(ms));
+    }
+    assert_eq!(a.state(&B), Some(PeerState::Fallback));
+    assert_eq!(syns, 3);
+    assert!((7_000..7_100).contains(&ms), "fell back at {ms} ms");
+    a.handle_timeout(t(ms + 30_000));
+    assert_eq!(a.state(&B), Some(PeerState::Handshaking));
+}
