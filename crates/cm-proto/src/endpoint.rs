@@ -175,6 +175,21 @@ impl<A: Copy + Eq + Hash + std::fmt::Debug> Endpoint<A> {
         }
     }
 
+    /// Headed data of `len` bytes (the whole datagram, as the sender
+    /// notified it) from `from`, for drivers that carry the header's
+    /// fields rather than its bytes (the simulator).
+    pub fn on_headed_data(&mut self, now: Instant, from: A, flow: u32, seq: u64, len: u32) {
+        match self.responders.get_mut(&from) {
+            Some((r, seen)) => {
+                *seen = now;
+                if r.on_data(now, flow, seq, len).is_err() {
+                    self.counters.uncounted_data += 1;
+                }
+            }
+            None => self.counters.uncounted_data += 1,
+        }
+    }
+
     /// Header-less data of `flow` from `from`, identified by the driver
     /// (§4.2.2's receiver counts bytes without sequence numbers).
     pub fn on_bare_data(&mut self, now: Instant, from: A, flow: u32, len: u32) {
@@ -203,7 +218,7 @@ impl<A: Copy + Eq + Hash + std::fmt::Debug> Endpoint<A> {
         };
         match pkt {
             Packet::Data { flow, seq, .. } => {
-                let len = u32::try_from(buf.len() - HEADER_LEN).unwrap_or(u32::MAX);
+                let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
                 match self.responders.get_mut(&from) {
                     Some((r, seen)) => {
                         *seen = now;

@@ -56,13 +56,15 @@
 //! bytes 16..24  LastProbe: the previous probe the responder answered
 //! bytes 24..28  µs the probe waited at the responder (subtracted from the RTT)
 //! bytes 28..32  reserved, zero
-//! then NumFlows entries of 24 bytes (at most 48):
+//! then NumFlows entries of 28 bytes (at most 42):
 //!   0..4   flow id
-//!   4..12  payload bytes received on the flow since the handshake (cumulative)
+//!   4..12  datagram bytes received on the flow since the handshake, CM header
+//!          included (cumulative)
 //!   12..16 packets declared lost on the flow since the handshake (cumulative)
 //!   16..18 hint: scheduler weight (0: none)
 //!   18..20 reserved, zero
 //!   20..24 hint: preferred rate, bytes/s (0: none)
+//!   24..28 packets received on the flow (cumulative, duplicates not counted)
 //! ```
 //!
 //! # Where this differs from the paper, and why
@@ -102,11 +104,12 @@
 //! tx.on_datagram(t(40), t(40), b, &syn_ack);
 //! assert_eq!(tx.state(&b), Some(PeerState::Negotiated));
 //!
-//! // Two datagrams of flow 7 with the CM header; the receiver counts them.
+//! // Two 1000-byte datagrams of flow 7 (16 of them the CM header); the
+//! // receiver counts them.
 //! for _ in 0..2 {
 //!     let header = tx.on_send(t(41), b, 7, 1000).unwrap();
 //!     let mut dgram = header.to_vec();
-//!     dgram.extend_from_slice(&[0; 1000]);
+//!     dgram.extend_from_slice(&[0; 984]);
 //!     let got = rx.on_datagram(t(61), t(61), a, &dgram);
 //!     assert_eq!(got, Incoming::Data { flow: 7, offset: 16 });
 //! }

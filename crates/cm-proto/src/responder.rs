@@ -46,6 +46,7 @@ pub const FLOW_IDLE: Duration = Duration::from_secs(120);
 #[derive(Clone, Debug, Default)]
 struct FlowRx {
     bytes: u64,
+    packets: u32,
     detector: SettlingDetector,
     hint: Hint,
     last_seen: Option<Instant>,
@@ -90,7 +91,8 @@ impl Responder {
         Packet::SynAck { isn }
     }
 
-    /// A CM-headed data packet of `len` payload bytes. Returns whether it
+    /// A CM-headed data packet of `len` bytes (the whole datagram, header
+    /// included, as the sender notified the CM of it). Returns whether it
     /// was counted (duplicates are not). Data without an association is
     /// still delivered by the caller, but not counted.
     pub fn on_data(&mut self, now: Instant, flow: u32, seq: u64, len: u32) -> Result<(), Refusal> {
@@ -126,6 +128,7 @@ impl Responder {
             return Err(Refusal::Duplicate);
         }
         f.bytes = f.bytes.wrapping_add(u64::from(len));
+        f.packets = f.packets.wrapping_add(1);
         self.data_packets += 1;
         Ok(())
     }
@@ -143,6 +146,7 @@ impl Responder {
         let f = self.flows.entry(flow).or_default();
         f.last_seen = Some(now);
         f.bytes = f.bytes.wrapping_add(u64::from(len));
+        f.packets = f.packets.wrapping_add(1);
         self.data_packets += 1;
         Ok(())
     }
@@ -171,6 +175,7 @@ impl Responder {
                     bytes: f.bytes,
                     lost: u32::try_from(lost).unwrap_or(u32::MAX),
                     hint: f.hint,
+                    packets: f.packets,
                 }
             })
             .collect();

@@ -13,10 +13,10 @@ pub const HEADER_LEN: usize = 16;
 /// Bytes of a response's fixed part (header included).
 pub const RESPONSE_FIXED_LEN: usize = 32;
 /// Bytes of one per-flow entry of a response.
-pub const ENTRY_LEN: usize = 24;
+pub const ENTRY_LEN: usize = 28;
 /// Most flow entries one response carries (keeps it under 1232 bytes, the
 /// IPv6 minimum MTU less headers).
-pub const MAX_ENTRIES: usize = 48;
+pub const MAX_ENTRIES: usize = 42;
 /// The default UDP port of the CM protocol (see the crate docs for why UDP).
 pub const DEFAULT_PORT: u16 = 3124;
 
@@ -39,12 +39,15 @@ pub struct Hint {
 pub struct FlowReport {
     /// The flow (as numbered in its DATA headers).
     pub flow: u32,
-    /// Payload bytes received on the flow since the association began
+    /// Datagram bytes (CM header included) received on the flow since the
+    /// association began
     /// (cumulative, wraps at 2^64).
     pub bytes: u64,
     /// Packets the receiver's loss detector has declared lost on the flow
     /// (cumulative).
     pub lost: u32,
+    /// Packets received on the flow (cumulative, duplicates not counted).
+    pub packets: u32,
     /// The receiver's hint for the flow.
     pub hint: Hint,
 }
@@ -172,6 +175,7 @@ impl Packet {
                     out.extend_from_slice(&f.hint.weight.to_be_bytes());
                     out.extend_from_slice(&[0; 2]);
                     out.extend_from_slice(&f.hint.rate.to_be_bytes());
+                    out.extend_from_slice(&f.packets.to_be_bytes());
                 }
             }
         }
@@ -234,6 +238,7 @@ impl Packet {
                             weight: u16::from_be_bytes([e[16], e[17]]),
                             rate: be32(&e[20..24]),
                         },
+                        packets: be32(&e[24..28]),
                     })
                     .collect();
                 Packet::Response(Response {
@@ -272,12 +277,14 @@ mod tests {
             any::<u32>(),
             any::<u16>(),
             any::<u32>(),
+            any::<u32>(),
         )
-            .prop_map(|(flow, bytes, lost, weight, rate)| FlowReport {
+            .prop_map(|(flow, bytes, lost, weight, rate, packets)| FlowReport {
                 flow,
                 bytes,
                 lost,
                 hint: Hint { weight, rate },
+                packets,
             });
         prop_oneof![
             any::<u64>().prop_map(|isn| Packet::Syn { isn }),

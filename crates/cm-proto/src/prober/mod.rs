@@ -58,7 +58,7 @@ pub fn association_tag(seq: u64) -> u16 {
 
 #[derive(Clone, Copy, Debug, Default)]
 struct FlowTx {
-    /// Headed payload bytes sent, cumulative.
+    /// Headed datagram bytes sent (CM header included), cumulative.
     sent: u64,
     /// Headed packets sent, cumulative (= the next data sequence number).
     packets: u64,
@@ -70,6 +70,8 @@ struct FlowTx {
     lost_seen: u32,
     /// The receiver's cumulative byte count, highest seen.
     peer_bytes: u64,
+    /// The receiver's cumulative packet count, highest seen.
+    peer_packets: u64,
     /// The last hint reported.
     hint: Hint,
     /// `sent` at the last answered probe, and `peer_bytes` then.
@@ -109,6 +111,8 @@ pub struct Prober {
     rtt: RttEstimator,
     /// Packets sent and declared lost over the association (loss estimate).
     packets_sent: u64,
+    /// Packets received on flows since forgotten (closed or abandoned).
+    packets_received_gone: u64,
     packets_lost: u64,
     transmit: VecDeque<Packet>,
     reports: VecDeque<Report>,
@@ -147,6 +151,7 @@ impl Prober {
             bare: BTreeMap::new(),
             rtt: RttEstimator::new(),
             packets_sent: 0,
+            packets_received_gone: 0,
             packets_lost: 0,
             transmit: VecDeque::new(),
             reports: VecDeque::new(),
@@ -179,6 +184,11 @@ impl Prober {
     /// Packets sent with the header and declared lost so far.
     pub fn packet_counts(&self) -> (u64, u64) {
         (self.packets_sent, self.packets_lost)
+    }
+
+    /// Headed packets the receiver has reported received, over all flows.
+    pub fn packets_received(&self) -> u64 {
+        self.flows.values().map(|f| f.peer_packets).sum::<u64>() + self.packets_received_gone
     }
 
     fn handshake(&mut self, now: Instant) {
@@ -233,8 +243,16 @@ impl Prober {
         ))
     }
 
+    /// The packet last [`assign`](Self::assign)ed to `flow` will not be
+    /// sent: its number is given back, so the receiver sees no gap.
+    pub fn unassign(&mut self, flow: u32) {
+        if let Some(f) = self.flows.get_mut(&flow) {
+            f.packets = f.packets.saturating_sub(1);
+        }
+    }
+
     /// A packet headed by [`assign`](Self::assign) under `epoch` left with
-    /// `len` payload bytes. Returns `false` if the association it was
+    /// `len` bytes (the datagram as notified to the CM). Returns `false` if the association it was
     /// headed for is gone (reset or fallback): nobody will report on it,
     /// and the caller resolves it itself (as not received, not as
     /// congestion).
@@ -271,6 +289,7 @@ impl Prober {
     pub fn forget_flow(&mut self, flow: u32) {
         if let Some(f) = self.flows.get(&flow) {
             if f.resolved == f.sent {
+                self.packets_received_gone += f.peer_packets;
                 self.flows.remove(&flow);
             }
         }
@@ -411,6 +430,7 @@ impl Prober {
                 });
             }
         }
+        self.packets_received_gone += self.flows.values().map(|f| f.peer_packets).sum::<u64>();
         self.flows.clear();
         self.records.clear();
         self.next_probe_at = None;
@@ -488,7 +508,9 @@ impl Prober {
         // Refuse the whole response if any flow claims the impossible.
         for e in &r.flows {
             let ok = self.flows.get(&e.flow).is_some_and(|f| {
-                e.bytes <= f.sent && u64::from(e.lost) <= f.packets && e.lost >= f.lost_seen
+                e.bytes <= f.sent
+                    && u64::from(e.lost) + u64::from(e.packets) <= f.packets
+                    && e.lost >= f.lost_seen
             });
             if !ok {
                 self.counters.forged += 1;
@@ -522,6 +544,7 @@ impl Prober {
             f.interval_base = (upto.max(f.interval_base.0), peer_now);
             if let Some(e) = entry {
                 f.peer_bytes = f.peer_bytes.max(e.bytes);
+                f.peer_packets = f.peer_packets.max(u64::from(e.packets));
             }
             let new_lost = entry.map_or(0, |e| e.lost - f.lost_seen);
             if let Some(e) = entry {

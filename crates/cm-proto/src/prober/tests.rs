@@ -63,18 +63,20 @@ fn run(
         // One datagram per ms from A.
         if now % 1000 == 0 && sent_count < packets {
             let flow = sent_count % flows;
-            let mut d = match a.on_send(t(now), B, flow, 1000) {
+            // 1000-byte datagrams, the CM header included when there is one.
+            let d = match a.on_send(t(now), B, flow, 1000) {
                 Some(h) => {
                     *sent.entry(flow).or_default() += 1000;
-                    h.to_vec()
+                    let mut v = h.to_vec();
+                    v.extend_from_slice(&[0; 984]);
+                    v
                 }
                 None => {
                     a.on_send_bare(B, flow, 1000);
                     *sent.entry(flow).or_default() += 1000;
-                    vec![0xAA; 16]
+                    vec![0xAA; 1000]
                 }
             };
-            d.extend_from_slice(&[0; 1000]);
             for _ in 0..(1 + u32::from(next() < dup)) {
                 if next() >= loss {
                     let at = now + 20_000 + (next() * jitter as f64 * 1000.0) as u64;
@@ -95,6 +97,7 @@ fn run(
                     bytes: (next() * 1e9) as u64,
                     lost: 0,
                     hint: Hint::default(),
+                    packets: 0,
                 }],
             });
             tie += 1;

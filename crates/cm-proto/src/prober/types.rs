@@ -68,7 +68,7 @@ pub struct Report {
     pub feedback: Feedback,
     /// The receiver's hint for the flow, when it has one.
     pub hint: Option<Hint>,
-    /// Payload bytes sent between the previous answered probe and this
+    /// Datagram bytes sent between the previous answered probe and this
     /// one, and received in between as the responder counted them
     /// (uncapped: reordering across a probe makes the second exceed the
     /// first). §4.2.2's header-less inference ([`crate::undo`]) reads these.

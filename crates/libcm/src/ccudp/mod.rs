@@ -83,8 +83,11 @@
 //! assert!(a.estimate().unwrap().srtt.is_some());
 //! ```
 
+mod engine;
+mod proto;
 mod socket;
 
 pub use cm_transport::ccudp::{feedback, receiver, wire};
 
+pub use proto::ProtoStats;
 pub use socket::{CcUdpSocket, CcUdpStats, DEFAULT_RECV_QUEUE, SharedCm};

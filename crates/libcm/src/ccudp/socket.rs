@@ -9,19 +9,19 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::rc::Rc;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
-use cm_core::{FlowId, Instant, PathEstimate};
-use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use cm_core::{FlowId, PathEstimate};
 
 use super::feedback::Accounting;
-use super::receiver::{AckState, Arrival};
-use super::wire::{self, DATA_HEADER_LEN, DataHeader, Packet};
-use crate::{Cm, CmError, Mode};
+use super::proto::{Proto, ProtoStats};
+use super::receiver::AckState;
+use super::wire::{self, DATA_HEADER_LEN, DataHeader};
+use crate::{Cm, CmError};
 
 /// A [`Cm`] shared by the sockets and flows of one thread.
 pub type SharedCm = Rc<RefCell<Cm>>;
 
 /// Datagrams read from the socket per [`CcUdpSocket::drive`], at most.
-const READ_BATCH: usize = 256;
+pub(super) const READ_BATCH: usize = 256;
 /// Default number of received payloads held for [`CcUdpSocket::recv`].
 pub const DEFAULT_RECV_QUEUE: usize = 1024;
 
@@ -66,35 +66,41 @@ pub struct CcUdpStats {
     pub acks_dropped: u64,
     /// ICMP errors reported on the socket (e.g. port unreachable).
     pub icmp_errors: u64,
+    /// The CM protocol on this socket ([`super::proto`]).
+    pub proto: ProtoStats,
 }
 
 /// The connection to the peer.
 #[derive(Debug)]
-struct Peer {
-    addr: SocketAddr,
-    flow: FlowId,
-    session: u16,
-    acct: Accounting,
+pub(super) struct Peer {
+    pub(super) addr: SocketAddr,
+    pub(super) flow: FlowId,
+    pub(super) session: u16,
+    pub(super) acct: Accounting,
 }
 
 /// A congestion-controlled, connected UDP socket (see the module docs).
 #[derive(Debug)]
 pub struct CcUdpSocket {
-    cm: SharedCm,
-    sock: UdpSocket,
-    peer: Option<Peer>,
-    nonblocking: bool,
-    read_timeout: Option<StdDuration>,
-    write_timeout: Option<StdDuration>,
-    rx: AckState,
-    inbox: VecDeque<Vec<u8>>,
-    inbox_limit: usize,
-    stats: CcUdpStats,
-    buf: Vec<u8>,
-    pkt: Vec<u8>,
+    pub(super) cm: SharedCm,
+    pub(super) sock: UdpSocket,
+    pub(super) peer: Option<Peer>,
+    pub(super) nonblocking: bool,
+    pub(super) read_timeout: Option<StdDuration>,
+    pub(super) write_timeout: Option<StdDuration>,
+    pub(super) rx: AckState,
+    pub(super) inbox: VecDeque<Vec<u8>>,
+    pub(super) inbox_limit: usize,
+    pub(super) stats: CcUdpStats,
+    pub(super) buf: Vec<u8>,
+    pub(super) pkt: Vec<u8>,
+    /// The CM protocol: prober (sending) and receiver CM (receiving).
+    pub(super) proto: Proto,
+    /// Queued datagrams that have left the socket so far.
+    pub(super) departed: u64,
 }
 
-fn cm_err(e: CmError) -> io::Error {
+pub(super) fn cm_err(e: CmError) -> io::Error {
     match e {
         CmError::Io(e) => e,
         CmError::QueueFull(_) => io::Error::new(io::ErrorKind::WouldBlock, e),
@@ -127,6 +133,8 @@ impl CcUdpSocket {
             stats: CcUdpStats::default(),
             buf: vec![0; 65536],
             pkt: Vec::new(),
+            proto: Proto::new(random_secret()),
+            departed: 0,
         })
     }
 
@@ -163,6 +171,10 @@ impl CcUdpSocket {
         });
         self.rx = AckState::default();
         self.inbox.clear();
+        let enabled = self.proto.enabled;
+        self.proto = Proto::new(random_secret());
+        self.proto.enabled = enabled;
+        self.departed = 0;
         Ok(())
     }
 
@@ -208,6 +220,16 @@ impl CcUdpSocket {
         Ok(())
     }
 
+    /// Whether the socket speaks the CM protocol (default: yes): as a
+    /// sender it handshakes with the peer and, if the peer answers, sends
+    /// with the CM header and learns loss and RTT from probes instead of
+    /// acks; as a receiver it answers the peer's handshake and probes.
+    /// Turned off, the socket behaves as a peer without a receiver CM.
+    /// Set it before the first send.
+    pub fn set_cm_protocol(&mut self, on: bool) {
+        self.proto.enabled = on;
+    }
+
     /// Cap on bytes (headers included) waiting in the CM's queue for this
     /// socket (libcm's default: [`crate::DEFAULT_QUEUE_BYTES`]).
     pub fn set_send_queue_limit(&mut self, bytes: usize) -> io::Result<()> {
@@ -250,17 +272,29 @@ impl CcUdpSocket {
                 format!("payload of {} bytes over the {max}-byte limit", buf.len()),
             ));
         }
-        let ts = wire::timestamp(cm_clock::now());
-        DataHeader { session, seq, ts }.encode(buf, &mut self.pkt);
+        let now = cm_clock::now();
+        let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+        let cm_header = self.proto.header_for(now, len);
+        match cm_header {
+            Some(h) => {
+                self.pkt.clear();
+                self.pkt.extend_from_slice(&h);
+                self.pkt.extend_from_slice(buf);
+            }
+            None => {
+                let ts = wire::timestamp(now);
+                DataHeader { session, seq, ts }.encode(buf, &mut self.pkt);
+            }
+        }
+        self.flush_proto(&mut cm)?;
         let mut retried = false;
-        loop {
+        let result = loop {
             match cm.send(flow, &self.pkt) {
                 Ok(()) => {
-                    if let Some(p) = &mut self.peer {
+                    if let (Some(p), None) = (&mut self.peer, cm_header) {
                         p.acct.on_queued(self.pkt.len());
                     }
-                    self.drive_with(&mut cm)?;
-                    return Ok(buf.len());
+                    break Ok(buf.len());
                 }
                 Err(CmError::QueueFull(_)) => {
                     if !retried {
@@ -270,21 +304,36 @@ impl CcUdpSocket {
                         continue;
                     }
                     if self.nonblocking {
-                        return Err(io::Error::new(
+                        break Err(io::Error::new(
                             io::ErrorKind::WouldBlock,
                             "CC-UDP send queue full",
                         ));
                     }
                     if deadline.is_some_and(|d| StdInstant::now() >= d) {
-                        return Err(io::Error::new(
+                        break Err(io::Error::new(
                             io::ErrorKind::WouldBlock,
                             "CC-UDP send timed out",
                         ));
                     }
-                    self.wait_with(&mut cm, deadline)?;
-                    self.drive_with(&mut cm)?;
+                    if let Err(e) = self.wait_with(&mut cm, deadline) {
+                        break Err(e);
+                    }
+                    if let Err(e) = self.drive_with(&mut cm) {
+                        break Err(e);
+                    }
                 }
-                Err(e) => return Err(cm_err(e)),
+                Err(e) => break Err(cm_err(e)),
+            }
+        };
+        match result {
+            Ok(n) => {
+                self.drive_with(&mut cm)?;
+                Ok(n)
+            }
+            Err(e) => {
+                // Not queued: take back the header it was given.
+                self.proto.unqueue(cm_header.is_some());
+                Err(e)
             }
         }
     }
@@ -380,167 +429,16 @@ impl CcUdpSocket {
             } else {
                 s.sent = p.acct.departed();
             }
-            s.queued = p.acct.next_seq().saturating_sub(s.sent);
+            s.queued = self.proto.queued.len() as u64;
+        }
+        s.proto = self.proto.stats();
+        // Datagrams resolved by the peer's receiver CM count as acked or
+        // lost like those resolved by acks.
+        if let Some(pr) = &self.proto.prober {
+            s.acked += pr.packets_received();
+            s.lost += s.proto.cm_lost;
         }
         s
-    }
-
-    // ---- the engine ------------------------------------------------------
-
-    fn drive_with(&mut self, cm: &mut Cm) -> io::Result<()> {
-        self.sync_departures(cm);
-        self.read_all(cm)?;
-        // Serve grants (of every buffered flow of this Cm) without taking
-        // other flows' events from the application.
-        match cm.poll_event() {
-            Ok(Some(ev)) => cm.events.push_front(ev),
-            Ok(None) => {}
-            Err(e) => return Err(cm_err(e)),
-        }
-        self.sync_departures(cm);
-        let now = cm_clock::now();
-        if let Some(p) = &mut self.peer {
-            if let Some(fb) = p.acct.handle_timeout(now) {
-                cm.update(p.flow, fb).map_err(cm_err)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Tell the accounting which queued datagrams left the socket, and when.
-    fn sync_departures(&mut self, cm: &Cm) {
-        let Some(p) = &self.peer else { return };
-        let flow = p.flow;
-        let Ok(sent) = cm.buffered_sent(flow) else {
-            return;
-        };
-        let now = cm_clock::now();
-        let mut seq = p.acct.departed();
-        while seq < sent {
-            let at = cm
-                .buffered_send_time(flow, seq)
-                .map_or(now, cm_clock::from_std);
-            if let Some(p) = &mut self.peer {
-                p.acct.on_departed(at);
-            }
-            seq += 1;
-        }
-    }
-
-    /// Read what the kernel holds (a batch at most), handling acks and
-    /// data; acknowledge what arrived.
-    fn read_all(&mut self, cm: &mut Cm) -> io::Result<()> {
-        for _ in 0..READ_BATCH {
-            let n = match self.sock.recv(&mut self.buf) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                    self.stats.icmp_errors += 1;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            let now = cm_clock::now();
-            match wire::decode(&self.buf[..n]) {
-                Err(_) => self.stats.malformed += 1,
-                Ok(Packet::Ack(ack)) => {
-                    self.stats.acks_received += 1;
-                    let Some(p) = &mut self.peer else { continue };
-                    if ack.session != p.session {
-                        self.stats.foreign_acks += 1;
-                        continue;
-                    }
-                    if let Some(fb) = p.acct.on_ack(now, &ack) {
-                        cm.update(p.flow, fb).map_err(cm_err)?;
-                    }
-                }
-                Ok(Packet::Data { header, payload }) => {
-                    if self.inbox.len() >= self.inbox_limit {
-                        self.stats.recv_queue_drops += 1;
-                        continue;
-                    }
-                    if self.rx.on_data(&header, n, now) == Arrival::New {
-                        self.inbox.push_back(payload.to_vec());
-                        self.stats.received += 1;
-                    }
-                    if self.rx.ack_due() {
-                        self.send_ack(now);
-                    }
-                }
-            }
-        }
-        let now = cm_clock::now();
-        self.send_ack(now);
-        Ok(())
-    }
-
-    fn send_ack(&mut self, now: Instant) {
-        let Some(ack) = self.rx.take_ack(now) else {
-            return;
-        };
-        match self.sock.send(&ack.encode()) {
-            Ok(_) => self.stats.acks_sent += 1,
-            // Acks are cumulative: a dropped one is covered by the next.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                self.stats.icmp_errors += 1;
-                self.stats.acks_dropped += 1;
-            }
-            Err(_) => self.stats.acks_dropped += 1,
-        }
-    }
-
-    fn timeout_with(&mut self, cm: &mut Cm) -> Option<StdDuration> {
-        // Events of other flows wait for the application; they must not
-        // make this socket spin.
-        let others = std::mem::take(&mut cm.events);
-        let cm_t = cm.next_timeout();
-        let fresh = std::mem::replace(&mut cm.events, others);
-        cm.events.extend(fresh);
-        let now = cm_clock::now();
-        let ack_t = self
-            .peer
-            .as_ref()
-            .and_then(|p| p.acct.poll_timeout())
-            .map(|t| StdDuration::from_micros(t.saturating_since(now).as_micros()));
-        match (cm_t, ack_t) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    /// Sleep until the socket is readable, the CM may have work, a timer
-    /// is due, or `deadline`.
-    fn wait_with(&mut self, cm: &mut Cm, deadline: Option<StdInstant>) -> io::Result<()> {
-        let mut t = self.timeout_with(cm);
-        if let Some(d) = deadline {
-            let left = d.saturating_duration_since(StdInstant::now());
-            t = Some(t.map_or(left, |x| x.min(left)));
-        }
-        if t == Some(StdDuration::ZERO) {
-            return Ok(());
-        }
-        let ts = t.map(|d| Timespec {
-            tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-            tv_nsec: i64::from(d.subsec_nanos()),
-        });
-        let mode = cm.mode();
-        let sock_fd = self.sock.as_fd();
-        let r = if mode == Mode::Daemon {
-            let cm_fd = cm.pollable_fd().map_err(cm_err)?;
-            let mut fds = [
-                PollFd::new(&sock_fd, PollFlags::IN),
-                PollFd::new(&cm_fd, PollFlags::IN),
-            ];
-            poll(&mut fds, ts.as_ref())
-        } else {
-            let mut fds = [PollFd::new(&sock_fd, PollFlags::IN)];
-            poll(&mut fds, ts.as_ref())
-        };
-        match r {
-            Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
     }
 }
 
@@ -570,6 +468,14 @@ fn borrow(cm: &SharedCm) -> io::Result<RefMut<'_, Cm>> {
     cm.try_borrow_mut().map_err(|_| {
         io::Error::other("the Cm is in use (a CcUdpSocket called from inside a Cm callback?)")
     })
+}
+
+/// 64 random bits (the protocol's secret: ISNs and flow numbers).
+fn random_secret() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(StdInstant::now().elapsed().as_nanos());
+    h.finish()
 }
 
 /// A session id nobody can predict across runs (std's hasher keys are

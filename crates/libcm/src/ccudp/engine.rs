@@ -1,0 +1,244 @@
+//! The socket's engine: serving the CM's grants, telling the accounting
+//! and the prober what left, reading acks, data and protocol datagrams,
+//! and waiting for the next of them.
+
+use std::io;
+use std::os::fd::AsFd;
+use std::time::{Duration as StdDuration, Instant as StdInstant};
+
+use cm_core::Instant;
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+
+use super::proto::{Departed, Inbound};
+use super::receiver::Arrival;
+use super::socket::{CcUdpSocket, READ_BATCH, cm_err};
+use super::wire::{self, Packet};
+use crate::{Cm, Mode};
+
+impl CcUdpSocket {
+    pub(super) fn drive_with(&mut self, cm: &mut Cm) -> io::Result<()> {
+        self.sync_departures(cm)?;
+        self.read_all(cm)?;
+        // Serve grants (of every buffered flow of this Cm) without taking
+        // other flows' events from the application.
+        match cm.poll_event() {
+            Ok(Some(ev)) => cm.events.push_front(ev),
+            Ok(None) => {}
+            Err(e) => return Err(cm_err(e)),
+        }
+        self.sync_departures(cm)?;
+        let now = cm_clock::now();
+        if let Some(p) = &mut self.peer {
+            if let Some(fb) = p.acct.handle_timeout(now) {
+                cm.update(p.flow, fb).map_err(cm_err)?;
+            }
+        }
+        if let Some(pr) = &mut self.proto.prober {
+            if pr.poll_timeout().is_some_and(|t| t <= now) {
+                pr.handle_timeout(now);
+            }
+        }
+        self.flush_proto(cm)
+    }
+
+    /// Sends the protocol's control packets and reports its feedback.
+    pub(super) fn flush_proto(&mut self, cm: &mut Cm) -> io::Result<()> {
+        let (mut out, mut reports) = (Vec::new(), Vec::new());
+        self.proto.take_output(&mut out, &mut reports);
+        for pkt in out {
+            // Control packets are small and not congestion controlled (like
+            // acks); a dropped one is retried by the protocol's timers.
+            if self.sock.send(&pkt).is_err() {
+                self.stats.acks_dropped += 1;
+            }
+        }
+        let Some(flow) = self.peer.as_ref().map(|p| p.flow) else {
+            return Ok(());
+        };
+        for r in reports {
+            cm.update(flow, r.feedback).map_err(cm_err)?;
+            if let Some(h) = r.hint.filter(|h| h.weight > 0) {
+                cm.set_weight(flow, u32::from(h.weight)).map_err(cm_err)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Tell the accounting which queued datagrams left the socket, and when.
+    pub(super) fn sync_departures(&mut self, cm: &mut Cm) -> io::Result<()> {
+        let Some(p) = &self.peer else { return Ok(()) };
+        let flow = p.flow;
+        let Ok(sent) = cm.buffered_sent(flow) else {
+            return Ok(());
+        };
+        let now = cm_clock::now();
+        while self.departed < sent {
+            let at = cm
+                .buffered_send_time(flow, self.departed)
+                .map_or(now, cm_clock::from_std);
+            match self.proto.departed(at) {
+                Departed::CcUdp => {
+                    if let Some(p) = &mut self.peer {
+                        p.acct.on_departed(at);
+                    }
+                }
+                Departed::Counted => {}
+                Departed::Orphan(fb) => cm.update(flow, fb).map_err(cm_err)?,
+            }
+            self.departed += 1;
+        }
+        Ok(())
+    }
+
+    /// Read what the kernel holds (a batch at most), handling acks and
+    /// data; acknowledge what arrived.
+    pub(super) fn read_all(&mut self, cm: &mut Cm) -> io::Result<()> {
+        for _ in 0..READ_BATCH {
+            let n = match self.sock.recv(&mut self.buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                    self.stats.icmp_errors += 1;
+                    // Nothing listens at the peer: no receiver CM either.
+                    if let Some(pr) = &mut self.proto.prober {
+                        if pr.state() == cm_proto::PeerState::Handshaking {
+                            pr.on_unreachable(cm_clock::now());
+                        }
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let now = cm_clock::now();
+            if self.buf.first() == Some(&cm_proto::wire::MAGIC) {
+                match self.proto.on_datagram(now, now, &self.buf[..n]) {
+                    Inbound::NotProtocol => self.stats.malformed += 1,
+                    Inbound::Refused | Inbound::Control => {}
+                    Inbound::Duplicate => self.stats.duplicates += 1,
+                    Inbound::Answer(a) => {
+                        if self.sock.send(&a).is_ok() {
+                            self.stats.acks_sent += 1;
+                        } else {
+                            self.stats.acks_dropped += 1;
+                        }
+                    }
+                    Inbound::Data(off) => {
+                        if self.inbox.len() >= self.inbox_limit {
+                            self.stats.recv_queue_drops += 1;
+                        } else {
+                            self.inbox.push_back(self.buf[off..n].to_vec());
+                            self.stats.received += 1;
+                        }
+                    }
+                }
+                continue;
+            }
+            match wire::decode(&self.buf[..n]) {
+                Err(_) => self.stats.malformed += 1,
+                Ok(Packet::Ack(ack)) => {
+                    self.stats.acks_received += 1;
+                    let Some(p) = &mut self.peer else { continue };
+                    if ack.session != p.session {
+                        self.stats.foreign_acks += 1;
+                        continue;
+                    }
+                    if let Some(fb) = p.acct.on_ack(now, &ack) {
+                        cm.update(p.flow, fb).map_err(cm_err)?;
+                    }
+                }
+                Ok(Packet::Data { header, payload }) => {
+                    if self.inbox.len() >= self.inbox_limit {
+                        self.stats.recv_queue_drops += 1;
+                        continue;
+                    }
+                    if self.rx.on_data(&header, n, now) == Arrival::New {
+                        self.inbox.push_back(payload.to_vec());
+                        self.stats.received += 1;
+                    }
+                    if self.rx.ack_due() {
+                        self.send_ack(now);
+                    }
+                }
+            }
+        }
+        let now = cm_clock::now();
+        self.send_ack(now);
+        Ok(())
+    }
+
+    pub(super) fn send_ack(&mut self, now: Instant) {
+        let Some(ack) = self.rx.take_ack(now) else {
+            return;
+        };
+        match self.sock.send(&ack.encode()) {
+            Ok(_) => self.stats.acks_sent += 1,
+            // Acks are cumulative: a dropped one is covered by the next.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                self.stats.icmp_errors += 1;
+                self.stats.acks_dropped += 1;
+            }
+            Err(_) => self.stats.acks_dropped += 1,
+        }
+    }
+
+    pub(super) fn timeout_with(&mut self, cm: &mut Cm) -> Option<StdDuration> {
+        // Events of other flows wait for the application; they must not
+        // make this socket spin.
+        let others = std::mem::take(&mut cm.events);
+        let cm_t = cm.next_timeout();
+        let fresh = std::mem::replace(&mut cm.events, others);
+        cm.events.extend(fresh);
+        let now = cm_clock::now();
+        let until = |t: Instant| StdDuration::from_micros(t.saturating_since(now).as_micros());
+        let acct_t = self.peer.as_ref().and_then(|p| p.acct.poll_timeout());
+        let proto_t = self.proto.prober.as_ref().and_then(|p| p.poll_timeout());
+        let ack_t = match (acct_t, proto_t) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+        .map(until);
+        match (cm_t, ack_t) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Sleep until the socket is readable, the CM may have work, a timer
+    /// is due, or `deadline`.
+    pub(super) fn wait_with(
+        &mut self,
+        cm: &mut Cm,
+        deadline: Option<StdInstant>,
+    ) -> io::Result<()> {
+        let mut t = self.timeout_with(cm);
+        if let Some(d) = deadline {
+            let left = d.saturating_duration_since(StdInstant::now());
+            t = Some(t.map_or(left, |x| x.min(left)));
+        }
+        if t == Some(StdDuration::ZERO) {
+            return Ok(());
+        }
+        let ts = t.map(|d| Timespec {
+            tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(d.subsec_nanos()),
+        });
+        let mode = cm.mode();
+        let sock_fd = self.sock.as_fd();
+        let r = if mode == Mode::Daemon {
+            let cm_fd = cm.pollable_fd().map_err(cm_err)?;
+            let mut fds = [
+                PollFd::new(&sock_fd, PollFlags::IN),
+                PollFd::new(&cm_fd, PollFlags::IN),
+            ];
+            poll(&mut fds, ts.as_ref())
+        } else {
+            let mut fds = [PollFd::new(&sock_fd, PollFlags::IN)];
+            poll(&mut fds, ts.as_ref())
+        };
+        match r {
+            Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! The CM protocol on a [`CcUdpSocket`](super::CcUdpSocket) (sigcomm1999
+//! §4.2–4.3, `cm_proto`): the sending socket runs a prober towards its
+//! peer and the receiving socket is the peer's receiver CM, so an
+//! application that never acknowledges anything is still congestion
+//! controlled.
+//!
+//! The protocol's datagrams travel on the socket pair itself (first byte
+//! 0xCB; CC-UDP's are 0xC3): in user space a receiver CM cannot see other
+//! processes' datagrams, so the socket that receives a flow's data is the
+//! one that can count it, and probes on the flow's own 5-tuple take the
+//! data's path through NATs and firewalls. The congestion state is still
+//! per host: every socket's reports update its flow's macroflow.
+//!
+//! Per datagram: while the handshake runs (or after a fallback) the
+//! datagram carries CC-UDP's header and is resolved by the receiver's acks,
+//! as before; once the peer has answered the SYN it carries the CM header
+//! and is resolved by probe responses. Each datagram is resolved by exactly
+//! one of the two, so no byte is counted twice.
+
+use std::collections::VecDeque;
+
+use cm_core::{Bytes, Feedback, Instant, LossMode};
+use cm_proto::prober::{Prober, ProberConfig, Report};
+use cm_proto::responder::Responder;
+use cm_proto::wire::{self as pw, Packet};
+
+/// What a queued datagram carries, in queue order.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Queued {
+    /// CC-UDP header: the accounting and the peer's acks resolve it.
+    CcUdp,
+    /// CM header under association `epoch`: probes resolve it.
+    Cm {
+        /// Association epoch at queue time.
+        epoch: u64,
+        /// Payload bytes.
+        len: u32,
+    },
+}
+
+/// Counters of the protocol on one socket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProtoStats {
+    /// The peer's state: "off", "handshaking", "negotiated", "fallback".
+    pub state: &'static str,
+    /// Probes sent and responses accepted.
+    pub probes: (u64, u64),
+    /// SYNs sent (more than one: the handshake was retried).
+    pub syns: u64,
+    /// Datagrams sent with the CM header.
+    pub cm_sent: u64,
+    /// Of those, declared lost by the peer's receiver CM.
+    pub cm_lost: u64,
+    /// Resynchronisations after the peer lost its state (RST).
+    pub resets: u64,
+    /// Fallbacks to "no receiver CM".
+    pub fallbacks: u64,
+    /// Protocol datagrams refused (malformed, stale, forged, replayed).
+    pub refused: u64,
+    /// Data datagrams counted by this socket's receiver CM.
+    pub cm_received: u64,
+    /// Probes this socket answered.
+    pub answered: u64,
+}
+
+/// The protocol state of one socket.
+#[derive(Debug)]
+pub(super) struct Proto {
+    pub enabled: bool,
+    /// Sender side (created at the first send).
+    pub prober: Option<Prober>,
+    /// Receiver side.
+    pub responder: Responder,
+    /// This socket's flow number in CM headers.
+    pub flow: u32,
+    pub secret: u64,
+    pub queued: VecDeque<Queued>,
+    pub refused: u64,
+    pub cfg: ProberConfig,
+}
+
+impl Proto {
+    pub fn new(secret: u64) -> Self {
+        Proto {
+            enabled: true,
+            prober: None,
+            responder: Responder::new(),
+            flow: (secret >> 32) as u32,
+            secret,
+            queued: VecDeque::new(),
+            refused: 0,
+            cfg: ProberConfig::default(),
+        }
+    }
+
+    /// A datagram of `len` payload bytes is about to be queued: the CM header to put in front of
+    /// it (`Some`), or `None` for CC-UDP's. Starts the handshake on the
+    /// first call.
+    pub fn header_for(&mut self, now: Instant, len: u32) -> Option<[u8; pw::HEADER_LEN]> {
+        if !self.enabled {
+            self.queued.push_back(Queued::CcUdp);
+            return None;
+        }
+        let p = self
+            .prober
+            .get_or_insert_with(|| Prober::new(self.cfg, now, self.secret));
+        match p.assign(self.flow) {
+            Some((pkt, epoch)) => {
+                // Counted as the CM is told: the whole datagram.
+                let len = len.saturating_add(pw::HEADER_LEN as u32);
+                self.queued.push_back(Queued::Cm { epoch, len });
+                let mut h = [0; pw::HEADER_LEN];
+                h.copy_from_slice(&pkt.encode()[..pw::HEADER_LEN]);
+                Some(h)
+            }
+            None => {
+                self.queued.push_back(Queued::CcUdp);
+                None
+            }
+        }
+    }
+
+    /// A datagram given a header by [`header_for`](Self::header_for) was
+    /// not queued after all: take its place back.
+    pub fn unqueue(&mut self, cm: bool) {
+        self.queued.pop_back();
+        if cm {
+            if let Some(p) = &mut self.prober {
+                p.unassign(self.flow);
+            }
+        }
+    }
+
+    /// The next queued datagram left the socket: `Some(CcUdp)` for the
+    /// accounting; for a CM datagram, `None`, or feedback to report at once
+    /// when its association is gone.
+    pub fn departed(&mut self, now: Instant) -> Departed {
+        match self.queued.pop_front() {
+            None | Some(Queued::CcUdp) => Departed::CcUdp,
+            Some(Queued::Cm { epoch, len }) => {
+                let counted = self
+                    .prober
+                    .as_mut()
+                    .is_some_and(|p| p.on_departed(now, self.flow, len, epoch));
+                if counted {
+                    Departed::Counted
+                } else {
+                    Departed::Orphan(Feedback {
+                        nsent: Bytes(u64::from(len)),
+                        nrecd: Bytes::ZERO,
+                        loss: LossMode::NotCongestion,
+                        rtt: None,
+                    })
+                }
+            }
+        }
+    }
+
+    /// Handles a protocol datagram from the peer. Returns the answer to
+    /// send, if any, and the payload offset for data.
+    pub fn on_datagram(&mut self, now: Instant, arrived: Instant, buf: &[u8]) -> Inbound {
+        if !self.enabled {
+            return Inbound::NotProtocol;
+        }
+        let pkt = match Packet::decode(buf) {
+            Ok(p) => p,
+            Err(_) => {
+                self.refused += 1;
+                return Inbound::Refused;
+            }
+        };
+        match pkt {
+            Packet::Syn { isn } => Inbound::Answer(self.responder.on_syn(isn).encode()),
+            Packet::Probe { seq } => {
+                match self
+                    .responder
+                    .on_probe(now, seq, now.saturating_since(arrived))
+                {
+                    Ok(p) => Inbound::Answer(p.encode()),
+                    Err(_) => {
+                        self.refused += 1;
+                        Inbound::Refused
+                    }
+                }
+            }
+            Packet::Data { flow, seq, .. } => {
+                let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+                match self.responder.on_data(now, flow, seq, len) {
+                    Err(cm_proto::responder::Refusal::Duplicate) => Inbound::Duplicate,
+                    // Data under no (or an old) association is delivered,
+                    // not counted.
+                    _ => Inbound::Data(pw::HEADER_LEN),
+                }
+            }
+            other => {
+                // The prober counts what it refuses (stale, forged).
+                match self.prober.as_mut() {
+                    Some(p) => {
+                        let _ = p.on_packet(now, &other);
+                    }
+                    None => self.refused += 1,
+                }
+                Inbound::Control
+            }
+        }
+    }
+
+    /// Control packets to send and reports to hand to `cm_update`.
+    pub fn take_output(&mut self, out: &mut Vec<Vec<u8>>, reports: &mut Vec<Report>) {
+        if let Some(p) = &mut self.prober {
+            while let Some(pkt) = p.poll_transmit() {
+                out.push(pkt.encode());
+            }
+            while let Some(r) = p.poll_report() {
+                reports.push(r);
+            }
+        }
+    }
+
+    pub fn stats(&self) -> ProtoStats {
+        let mut s = ProtoStats {
+            state: if self.enabled { "idle" } else { "off" },
+            refused: self.refused,
+            cm_received: self.responder.data_packets,
+            answered: self.responder.probes_answered,
+            ..ProtoStats::default()
+        };
+        if let Some(p) = &self.prober {
+            let c = p.counters;
+            s.state = p.state().as_str();
+            s.probes = (c.probes, c.responses);
+            s.syns = c.syns;
+            (s.cm_sent, s.cm_lost) = p.packet_counts();
+            s.resets = c.resets;
+            s.fallbacks = c.fallbacks;
+            s.refused += c.stale + c.forged;
+        }
+        s
+    }
+}
+
+/// What became of a departed datagram.
+pub(super) enum Departed {
+    /// A CC-UDP datagram: tell the accounting.
+    CcUdp,
+    /// Counted by the prober.
+    Counted,
+    /// Its association is gone: resolve it now with this feedback.
+    Orphan(Feedback),
+}
+
+/// What an inbound protocol datagram asks for.
+pub(super) enum Inbound {
+    /// Not handled (protocol off): treat as malformed.
+    NotProtocol,
+    /// Dropped and counted.
+    Refused,
+    /// Handled.
+    Control,
+    /// Send this answer to the peer.
+    Answer(Vec<u8>),
+    /// CM-headed data: deliver the payload from this offset.
+    Data(usize),
+    /// A duplicate of counted data: drop.
+    Duplicate,
+}
