@@ -4,7 +4,8 @@
 # (default 60), then the daemon's reading of a client's shared-memory ring
 # (cm_ipc::shm, ring_consume) for CM_FUZZ_RING_SECS (default 30). Exits
 # non-zero if the fuzzer finds a crash or a round-trip mismatch; the input
-# is then in fuzz/artifacts/<target>/.
+# is then in fuzz/artifacts/<target>/. Then the CM protocol's decoders and
+# state machines (cm_proto, proto_decode) for CM_FUZZ_PROTO_SECS (default 30).
 #
 # Runs on STABLE Rust: cargo-fuzz with `-s none` only passes stable rustc
 # flags (-Cpasses=sancov-module, -Cllvm-args=-sanitizer-coverage-*,
@@ -74,3 +75,4 @@ run_target() {
 
 run_target control_decode "${CM_FUZZ_SECS:-60}"
 run_target ring_consume "${CM_FUZZ_RING_SECS:-30}"
+run_target proto_decode "${CM_FUZZ_PROTO_SECS:-30}"

@@ -89,5 +89,6 @@ mod socket;
 
 pub use cm_transport::ccudp::{feedback, receiver, wire};
 
+pub use cm_proto::ProberConfig;
 pub use proto::ProtoStats;
 pub use socket::{CcUdpSocket, CcUdpStats, DEFAULT_RECV_QUEUE, SharedCm};

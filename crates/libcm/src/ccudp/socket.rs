@@ -230,6 +230,13 @@ impl CcUdpSocket {
         self.proto.enabled = on;
     }
 
+    /// The CM protocol's timers and probe rate for this socket's sending
+    /// side (default [`cm_proto::ProberConfig::default`]: two probes per
+    /// RTT, three SYNs 1, 2 and 4 s apart). Set it before the first send.
+    pub fn set_probe_config(&mut self, cfg: cm_proto::ProberConfig) {
+        self.proto.cfg = cfg;
+    }
+
     /// Cap on bytes (headers included) waiting in the CM's queue for this
     /// socket (libcm's default: [`crate::DEFAULT_QUEUE_BYTES`]).
     pub fn set_send_queue_limit(&mut self, bytes: usize) -> io::Result<()> {
@@ -417,7 +424,7 @@ impl CcUdpSocket {
     /// The socket's counters.
     pub fn stats(&self) -> CcUdpStats {
         let mut s = self.stats;
-        s.duplicates = self.rx.duplicates;
+        s.duplicates += self.rx.duplicates;
         if let Some(p) = &self.peer {
             let c = p.acct.counters;
             (s.acked, s.lost, s.spurious, s.timeouts) = (c.acked, c.lost, c.spurious, c.timeouts);
