@@ -5,6 +5,8 @@
 //! restarts is resynchronised by RST; hostile protocol datagrams are
 //! dropped and counted while the socket keeps serving.
 
+#![allow(clippy::unwrap_used)]
+
 use std::cell::RefCell;
 use std::net::UdpSocket;
 use std::rc::Rc;
