@@ -241,3 +241,32 @@ fn hostile_protocol_datagrams_are_dropped_and_counted() {
     assert!(other > 100);
     assert_eq!(b.stats().received, other as u64, "{:?}", b.stats());
 }
+
+/// The receiver vanishes mid-transfer and nothing takes its port: the
+/// sender neither hangs nor runs unlimited. Port-unreachable errors move
+/// it to the fallback (CC-UDP with acks that never come), and its
+/// datagrams then time out as persistent congestion.
+#[test]
+fn a_vanished_receiver_neither_hangs_nor_unleashes_the_sender() {
+    let cm = shared();
+    let (mut a, mut b) = pair(&cm);
+    pump(&mut a, &mut b, 100, Duration::from_secs(5));
+    assert_eq!(a.stats().proto.state, "negotiated");
+    drop(b);
+    let start = Instant::now();
+    let mut accepted = 0u64;
+    while start.elapsed() < Duration::from_secs(2) {
+        if a.send(&[7u8; 1000]).is_ok() {
+            accepted += 1;
+        }
+        a.drive().unwrap();
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    let s = a.stats();
+    eprintln!("A {s:?}, {accepted} accepted");
+    assert_ne!(s.proto.state, "negotiated", "{s:?}");
+    // Left the socket in 2 s: bounded by timeouts, far from the thousands
+    // an unlimited sender would push.
+    let sent_after = s.sent - 100;
+    assert!(sent_after < 100, "{sent_after} datagrams into a dead peer");
+}

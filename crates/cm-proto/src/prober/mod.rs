@@ -96,6 +96,8 @@ pub struct Prober {
     isn: u64,
     syn_sent_at: Instant,
     syn_attempt: u32,
+    /// The last SYN-ACK or accepted response.
+    last_heard: Instant,
     /// When to act next in Handshaking (SYN timeout) or Fallback (retry).
     deadline: Option<Instant>,
     retry_wait: Duration,
@@ -141,6 +143,7 @@ impl Prober {
             isn: 0,
             syn_sent_at: now,
             syn_attempt: 0,
+            last_heard: now,
             deadline: None,
             retry_wait: cfg.retry_after,
             next_probe_seq: 0,
@@ -351,10 +354,32 @@ impl Prober {
                 if at > now {
                     return;
                 }
+                // The peer has gone silent with data outstanding: persistent
+                // congestion, or a receiver that went away. Resolve what it
+                // will never report and handshake again, so a sender can
+                // never wait for ever on a dead peer.
+                let limit = self.silence_limit();
+                let silent = self
+                    .records
+                    .front()
+                    .is_some_and(|r| now.saturating_since(r.sent_at) >= limit);
+                if self.unresolved() && silent {
+                    self.counters.silences += 1;
+                    self.abandon(LossMode::Persistent);
+                    self.handshake(now);
+                    return;
+                }
                 self.send_probe(now);
                 self.next_probe_at = self.unresolved().then(|| now + self.probe_interval());
             }
         }
+    }
+
+    /// How long the peer may stay silent with data outstanding: the
+    /// retransmission timeout of RFC 6298 over the probe RTT (floor 1 s),
+    /// as TCP would wait before calling it persistent congestion.
+    fn silence_limit(&self) -> Duration {
+        self.rtt.rto(Duration::from_secs(1), self.cfg.syn_timeout)
     }
 
     fn send_probe(&mut self, now: Instant) {
@@ -408,12 +433,14 @@ impl Prober {
             .retry_wait
             .saturating_mul(2)
             .min(self.cfg.max_retry_after);
-        self.abandon();
+        self.abandon(LossMode::NotCongestion);
     }
 
     /// Resolves every headed byte the receiver can no longer report on
-    /// (its state is gone): as not received, not as congestion.
-    fn abandon(&mut self) {
+    /// (its state is gone, or it went silent): as not received, with
+    /// `loss` (not congestion after a reset or fallback; persistent
+    /// congestion after a silence).
+    fn abandon(&mut self, loss: LossMode) {
         for (&flow, f) in &mut self.flows {
             if f.sent > f.resolved {
                 let nsent = f.sent - f.resolved;
@@ -422,7 +449,7 @@ impl Prober {
                     feedback: Feedback {
                         nsent: Bytes(nsent),
                         nrecd: Bytes::ZERO,
-                        loss: LossMode::NotCongestion,
+                        loss,
                         rtt: None,
                     },
                     hint: None,
@@ -444,6 +471,11 @@ impl Prober {
         }
     }
 
+    /// When the peer was last heard from (SYN-ACK or accepted response).
+    pub fn last_heard(&self) -> Instant {
+        self.last_heard
+    }
+
     /// A control packet from the peer's CM (the caller has checked its
     /// source address).
     pub fn on_packet(&mut self, now: Instant, pkt: &Packet) -> Result<(), Rejected> {
@@ -461,6 +493,7 @@ impl Prober {
             return Err(Rejected::Stale);
         }
         self.state = PeerState::Negotiated;
+        self.last_heard = now;
         self.deadline = None;
         self.retry_wait = self.cfg.retry_after;
         self.next_probe_seq = isn + 1;
@@ -488,7 +521,7 @@ impl Prober {
             return Err(Rejected::Stale);
         }
         self.counters.resets += 1;
-        self.abandon();
+        self.abandon(LossMode::NotCongestion);
         self.handshake(now);
         Ok(())
     }
@@ -521,6 +554,7 @@ impl Prober {
         self.records.drain(..=pos);
         self.counters.unanswered += r.this_probe - self.answered - 1;
         self.answered = r.this_probe;
+        self.last_heard = now;
         self.counters.responses += 1;
         let rtt = now
             .saturating_since(rec.sent_at)

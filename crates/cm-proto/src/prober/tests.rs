@@ -253,3 +253,38 @@ fn no_receiver_cm_falls_back_and_retries() {
     a.handle_timeout(t(ms + 30_000));
     assert_eq!(a.state(&B), Some(PeerState::Handshaking));
 }
+
+/// A peer that goes silent with data outstanding: after a retransmission
+/// timeout of unanswered probes the outstanding bytes are reported as
+/// persistent congestion and the handshake starts again, so a sender
+/// never waits for ever. An idle pause before new data is not silence.
+#[test]
+fn a_silent_peer_is_persistent_congestion_not_a_hang() {
+    let t = |ms: u64| Instant::from_micros(ms * 1000);
+    let mut a: Endpoint<u8> = Endpoint::new(EndpointConfig::default(), 3);
+    let mut b: Endpoint<u8> = Endpoint::new(EndpointConfig::default(), 4);
+    a.connect(t(0), B);
+    let (_, syn) = a.poll_transmit().unwrap();
+    b.on_datagram(t(10), t(10), A, &syn);
+    let (_, ack) = b.poll_transmit().unwrap();
+    a.on_datagram(t(20), t(20), B, &ack);
+    // Idle for a minute, then data: the first probe goes out as usual.
+    a.on_send(t(60_000), B, 0, 500).unwrap();
+    a.handle_timeout(t(60_010));
+    assert!(matches!(a.poll_transmit(), Some((_, ref p)) if Packet::decode(p).is_ok()));
+    assert_eq!(a.state(&B), Some(PeerState::Negotiated));
+    // No answer, ever: probes continue until the timeout, then persistent
+    // loss and a new SYN.
+    let mut ms = 60_010;
+    while a.state(&B) == Some(PeerState::Negotiated) && ms < 65_000 {
+        ms += 10;
+        a.handle_timeout(t(ms));
+        while a.poll_transmit().is_some() {}
+    }
+    assert_eq!(a.state(&B), Some(PeerState::Handshaking));
+    assert!((61_000..62_000).contains(&ms), "gave up at {ms} ms");
+    let (_, r) = a.poll_report().unwrap();
+    assert_eq!(r.feedback.loss, LossMode::Persistent);
+    assert_eq!((r.feedback.nsent.get(), r.feedback.nrecd.get()), (500, 0));
+    assert_eq!(a.prober(&B).unwrap().counters.silences, 1);
+}

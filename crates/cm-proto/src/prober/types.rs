@@ -105,4 +105,7 @@ pub struct ProberCounters {
     pub resets: u64,
     /// Fallbacks to "no receiver CM".
     pub fallbacks: u64,
+    /// Times the peer went silent for a retransmission timeout with data
+    /// outstanding (resolved as persistent congestion, handshake again).
+    pub silences: u64,
 }

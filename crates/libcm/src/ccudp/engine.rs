@@ -102,9 +102,7 @@ impl CcUdpSocket {
                     self.stats.icmp_errors += 1;
                     // Nothing listens at the peer: no receiver CM either.
                     if let Some(pr) = &mut self.proto.prober {
-                        if pr.state() == cm_proto::PeerState::Handshaking {
-                            pr.on_unreachable(cm_clock::now());
-                        }
+                        pr.on_unreachable(cm_clock::now());
                     }
                     continue;
                 }

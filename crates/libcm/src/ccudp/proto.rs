@@ -55,6 +55,8 @@ pub struct ProtoStats {
     pub resets: u64,
     /// Fallbacks to "no receiver CM".
     pub fallbacks: u64,
+    /// Times the peer went silent with data outstanding.
+    pub silences: u64,
     /// Protocol datagrams refused (malformed, stale, forged, replayed).
     pub refused: u64,
     /// Data datagrams counted by this socket's receiver CM.
@@ -233,6 +235,7 @@ impl Proto {
             (s.cm_sent, s.cm_lost) = p.packet_counts();
             s.resets = c.resets;
             s.fallbacks = c.fallbacks;
+            s.silences = c.silences;
             s.refused += c.stale + c.forged;
         }
         s
