@@ -126,7 +126,8 @@ pub use frame::{Frame, decode_frame, decode_frame_each, decode_frame_into};
 pub use msg::Message;
 pub use msg::examples;
 pub use msg::{
-    ErrorCode, Estimate, FlowStat, MAX_NAME, MAX_SPEC, MAX_WHY, MacroflowStat, ToClient, ToDaemon,
+    ErrorCode, Estimate, FlowStat, MAX_NAME, MAX_SPEC, MAX_WHY, MacroflowStat, PeerMode, PeerStat,
+    ToClient, ToDaemon,
 };
 
 /// Where the daemon listens unless told otherwise: `$CM_SOCKET`, else
@@ -144,8 +145,10 @@ pub fn default_socket_path() -> std::path::PathBuf {
 
 /// Protocol version carried in every frame header. Version 2 added the
 /// controller and capacity of a macroflow to [`MacroflowStat`] (and the
-/// `SetController`, `SetCapacity`, `Done` and `Refused` messages).
-pub const VERSION: u8 = 2;
+/// `SetController`, `SetCapacity`, `Done` and `Refused` messages);
+/// version 3 the CM protocol's peer state of a flow to [`FlowStat`] (and
+/// `SetPeer`).
+pub const VERSION: u8 = 3;
 
 /// Frame magic, "CM" read as a little-endian u16.
 pub const MAGIC: u16 = u16::from_le_bytes(*b"CM");

@@ -43,5 +43,6 @@ pub fn flow_stat(f: &FlowInfo, uid: u32, pid: u32) -> FlowStat {
         sent: f.counters.sent.get(),
         lost: f.counters.lost.get(),
         estimate: f.estimate.into(),
+        peer: None,
     }
 }

@@ -144,6 +144,25 @@ pub struct FlowView {
     /// Measured sending rate from `sent` deltas (`cm top` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub send_mbit: Option<f64>,
+    /// The CM protocol's view of the flow's peer (sigcomm1999 §4.3), when
+    /// its sender speaks the protocol; `None`: application feedback only.
+    pub peer: Option<PeerView>,
+}
+
+/// A flow's peer as the CM protocol sees it.
+#[derive(Clone, Debug, Serialize)]
+pub struct PeerView {
+    /// `handshaking`, `negotiated` (feedback from probes) or `fallback`
+    /// (no receiver CM: the application's feedback).
+    pub mode: &'static str,
+    /// Smoothed RTT of probes, µs.
+    pub probe_srtt_us: Option<u64>,
+    /// Fraction of CM-headed packets the receiver CM declared lost.
+    pub loss: Option<f64>,
+    /// Probes sent.
+    pub probes: u64,
+    /// Responses accepted.
+    pub responses: u64,
 }
 
 /// Everything `cm stat` shows.
@@ -197,6 +216,13 @@ impl FlowView {
             rate_bytes_per_sec: rate,
             rate_mbit: rate.map(|r| mbit(r as f64)),
             send_mbit: None,
+            peer: f.peer.map(|p| PeerView {
+                mode: p.mode.as_str(),
+                probe_srtt_us: p.probe_srtt_us,
+                loss: p.loss_ppm.map(|l| l as f64 / 1e6),
+                probes: p.probes,
+                responses: p.responses,
+            }),
         }
     }
 }
@@ -348,6 +374,7 @@ fn flow_header(measured: bool) -> Vec<String> {
         "SENT",
         "LOST",
         "RATE(Mbit/s)",
+        "PEER-CM",
     ]
     .map(String::from)
     .to_vec();
@@ -355,6 +382,21 @@ fn flow_header(measured: bool) -> Vec<String> {
         h.push("SENDING(Mbit/s)".into());
     }
     h
+}
+
+/// `negotiated/61ms/1.20%`, `fallback`, or `-` (no protocol).
+fn peer_cell(p: Option<&PeerView>) -> String {
+    let Some(p) = p else {
+        return "-".into();
+    };
+    let mut s = p.mode.to_string();
+    if let Some(r) = p.probe_srtt_us {
+        s += &format!("/{}ms", r / 1000);
+    }
+    if let Some(l) = p.loss {
+        s += &format!("/{:.2}%", l * 100.0);
+    }
+    s
 }
 
 fn flow_row(f: &FlowView, measured: bool) -> Vec<String> {
@@ -368,6 +410,7 @@ fn flow_row(f: &FlowView, measured: bool) -> Vec<String> {
         fmt::bytes(f.sent_bytes),
         fmt::bytes(f.lost_bytes),
         dash(f.rate_mbit, fmt_mbit),
+        peer_cell(f.peer.as_ref()),
     ];
     if measured {
         r.push(dash(f.send_mbit, fmt_mbit));
@@ -446,6 +489,13 @@ mod tests {
             sent: 1_000_000,
             lost: 0,
             estimate,
+            peer: (id == 4).then_some(libcm::PeerStat {
+                mode: libcm::PeerMode::Negotiated,
+                probe_srtt_us: Some(61_400),
+                loss_ppm: Some(12_000),
+                probes: 40,
+                responses: 39,
+            }),
         };
         Stat {
             macroflows: vec![
@@ -499,6 +549,13 @@ mod tests {
             serde_json::Value::Null
         );
         assert!(j["macroflows"][0].get("send_mbit").is_none());
+        assert_eq!(j["macroflows"][0]["flows"][0]["peer"]["mode"], "negotiated");
+        assert_eq!(
+            j["macroflows"][0]["flows"][1]["peer"],
+            serde_json::Value::Null
+        );
+        let text = render(&v, false);
+        assert!(text.contains("negotiated/61ms/1.20%"), "{text}");
     }
 
     #[test]

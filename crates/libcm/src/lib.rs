@@ -100,7 +100,7 @@ pub mod tokio_adapter;
 
 pub use backend::daemon::{IpcCounters, Transport};
 pub use ccudp::CcUdpSocket;
-pub use cm::stat::{FlowStat, MacroflowStat, Stat};
+pub use cm::stat::{FlowStat, MacroflowStat, PeerMode, PeerStat, Stat};
 pub use cm::{Cm, Mode, SendCallback, UpdateCallback};
 pub use cm_core::controller::ControllerConfig;
 pub use cm_core::{

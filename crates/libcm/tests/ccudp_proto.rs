@@ -16,6 +16,8 @@ use cm_proto::wire::{FlowReport, Hint, Packet, Response};
 use libcm::ccudp::{CcUdpSocket, ProberConfig, SharedCm};
 use libcm::{Cm, Config};
 
+mod common;
+
 const LOCAL: &str = "127.0.0.1:0";
 
 fn shared() -> SharedCm {
@@ -269,4 +271,32 @@ fn a_vanished_receiver_neither_hangs_nor_unleashes_the_sender() {
     // an unlimited sender would push.
     let sent_after = s.sent - 100;
     assert!(sent_after < 100, "{sent_after} datagrams into a dead peer");
+}
+
+/// Through the daemon: the sender reports its peer's state, and `stat`
+/// (what `cm stat` prints) shows the flow as negotiated with a probe RTT;
+/// in embedded mode too.
+#[test]
+fn stat_shows_the_peer_cm() {
+    let d = common::TestDaemon::start();
+    for cm in [Rc::new(RefCell::new(d.client())), shared()] {
+        let (mut a, mut b) = pair(&cm);
+        pump(&mut a, &mut b, 200, Duration::from_secs(5));
+        // Reports are refreshed at most once a second (and on a change of
+        // mode): keep the flow busy past that.
+        pump(&mut a, &mut b, usize::MAX, Duration::from_millis(1200));
+        let flow = a.flow().unwrap();
+        let stat = cm.borrow_mut().stat().unwrap();
+        let f = stat.flows.iter().find(|f| f.id == flow.to_u64()).unwrap();
+        let p = f.peer.expect("the sender reported its peer");
+        assert_eq!(p.mode, libcm::PeerMode::Negotiated);
+        assert!(p.probe_srtt_us.is_some() && p.probes > 0, "{p:?}");
+        // The receiving socket sends nothing of its own: no peer record.
+        let rf = stat
+            .flows
+            .iter()
+            .find(|f| f.id == b.flow().unwrap().to_u64())
+            .unwrap();
+        assert!(rf.peer.is_none());
+    }
 }

@@ -120,6 +120,13 @@ impl Daemon {
             }
             ToDaemon::SetController { seq, spec, .. } => self.set_controller(now, seq, flow, &spec),
             ToDaemon::SetCapacity { capacity, .. } => self.set_capacity(now, flow, capacity),
+            ToDaemon::SetPeer { peer, .. } => {
+                match peer {
+                    Some(p) => self.peers.insert(flow_raw, p),
+                    None => self.peers.remove(&flow_raw),
+                };
+                Ok(None)
+            }
             // What the caller may see (stat.rs).
             ToDaemon::Stat { seq } => {
                 self.stat(token, uid, seq, None);

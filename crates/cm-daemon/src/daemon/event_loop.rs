@@ -183,6 +183,7 @@ impl Daemon {
                     },
                 ),
                 Event::FlowReclaimed { flow, .. } => {
+                    self.peers.remove(&flow.to_u64());
                     if let Some(t) = self.owner.remove(&flow.to_u64()) {
                         if let Some(s) = self.sessions.get_mut(&t) {
                             s.flows = s.flows.saturating_sub(1);
@@ -352,6 +353,7 @@ impl Daemon {
             if let Ok(flows) = self.core.client_flows(c) {
                 for f in flows {
                     self.owner.remove(&f.to_u64());
+                    self.peers.remove(&f.to_u64());
                 }
             }
             reclaimed = self.core.close_client(now, c).unwrap_or(0);

@@ -83,6 +83,7 @@ impl Daemon {
     pub(super) fn close(&mut self, now: cm_core::Instant, token: u64, flow: FlowId) -> Reply {
         done(self.core.close(now, flow))?;
         self.owner.remove(&flow.to_u64());
+        self.peers.remove(&flow.to_u64());
         if let Some(s) = self.sessions.get_mut(&token) {
             s.flows = s.flows.saturating_sub(1);
         }

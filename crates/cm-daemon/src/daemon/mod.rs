@@ -69,6 +69,9 @@ pub struct Daemon {
     by_client: IdMap<ClientId, u64>,
     /// Owner uid of macroflows made by `setmacroflow` (no destination key).
     mf_owner: IdMap<u64, u32>,
+    /// The CM protocol's peer state per flow, as its sender reports it
+    /// (`SetPeer`), for `cm stat`.
+    peers: IdMap<u64, cm_ipc::PeerStat>,
     next_token: u64,
     /// A frame read from a client's socket.
     rbuf: Vec<u8>,
@@ -149,6 +152,7 @@ impl Daemon {
             owner: IdMap::default(),
             by_client: IdMap::default(),
             mf_owner: IdMap::default(),
+            peers: IdMap::default(),
             next_token: FIRST_CLIENT,
             rbuf: vec![0; cm_ipc::MAX_FRAME],
             ring_buf: Vec::with_capacity(cm_ipc::MAX_FRAME),

@@ -44,10 +44,9 @@ impl Daemon {
                     continue;
                 }
                 if let Ok(fi) = self.core.flow_info(f) {
-                    out.push(ToClient::StatFlow {
-                        seq,
-                        stat: cm_ipc::stat::flow_stat(&fi, s.uid, s.pid),
-                    });
+                    let mut stat = cm_ipc::stat::flow_stat(&fi, s.uid, s.pid);
+                    stat.peer = self.peers.get(&f.to_u64()).copied();
+                    out.push(ToClient::StatFlow { seq, stat });
                 }
             }
         }

@@ -6,7 +6,7 @@ use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use cm_core::LossMode;
 
-use super::{ErrorCode, Estimate, FlowStat, MacroflowStat, ToClient, ToDaemon};
+use super::{ErrorCode, Estimate, FlowStat, MacroflowStat, PeerMode, PeerStat, ToClient, ToDaemon};
 
 fn v4() -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), 5001)
@@ -112,6 +112,20 @@ pub fn to_daemon() -> Vec<ToDaemon> {
             flow: 7,
             spec: "iscc:l=2,m_d=2,m_i=20".into(),
         },
+        ToDaemon::SetPeer {
+            flow: 7,
+            peer: Some(PeerStat {
+                mode: PeerMode::Fallback,
+                probe_srtt_us: None,
+                loss_ppm: None,
+                probes: 0,
+                responses: 0,
+            }),
+        },
+        ToDaemon::SetPeer {
+            flow: 7,
+            peer: None,
+        },
         ToDaemon::SetCapacity {
             flow: 7,
             capacity: Some(1_250_000),
@@ -198,6 +212,29 @@ pub fn to_client() -> Vec<ToClient> {
                 sent: 1_000_000,
                 lost: 1460,
                 estimate: est,
+                peer: None,
+            },
+        },
+        ToClient::StatFlow {
+            seq: 8,
+            stat: FlowStat {
+                id: 8,
+                macroflow: 3,
+                uid: 1000,
+                pid: 4242,
+                dst: v4,
+                share: 0.5,
+                in_flight: 2920,
+                sent: 2_000_000,
+                lost: 0,
+                estimate: est,
+                peer: Some(PeerStat {
+                    mode: PeerMode::Negotiated,
+                    probe_srtt_us: Some(61_000),
+                    loss_ppm: Some(12_000),
+                    probes: 300,
+                    responses: 297,
+                }),
             },
         },
         ToClient::StatEnd { seq: 8 },

@@ -11,8 +11,10 @@ use cm_core::{Duration, LossMode, PathEstimate, Rate};
 
 mod codec;
 pub mod examples;
+mod peer;
 
 pub use codec::Message;
+pub use peer::{PeerMode, PeerStat};
 
 /// A call from a client to the daemon (the papers' `cm_*` functions).
 #[derive(Clone, Debug, PartialEq)]
@@ -178,6 +180,14 @@ pub enum ToDaemon {
         /// Bytes per second.
         capacity: Option<u64>,
     },
+    /// What the CM protocol knows of the flow's peer, for `cm stat`
+    /// (`None` forgets it). No reply.
+    SetPeer {
+        /// The flow.
+        flow: u64,
+        /// The peer's state.
+        peer: Option<PeerStat>,
+    },
 }
 
 /// Longest controller spec a [`ToDaemon::SetController`] carries, in bytes.
@@ -215,6 +225,7 @@ impl ToDaemon {
             | ToDaemon::Thresh { .. }
             | ToDaemon::SetWeight { .. }
             | ToDaemon::SetCapacity { .. }
+            | ToDaemon::SetPeer { .. }
             | ToDaemon::SocketDoorbell { .. } => None,
         }
     }
@@ -236,7 +247,8 @@ impl ToDaemon {
             | ToDaemon::SetMacroflow { flow, .. }
             | ToDaemon::SetWeight { flow, .. }
             | ToDaemon::SetController { flow, .. }
-            | ToDaemon::SetCapacity { flow, .. } => Some(flow),
+            | ToDaemon::SetCapacity { flow, .. }
+            | ToDaemon::SetPeer { flow, .. } => Some(flow),
             ToDaemon::Hello { .. }
             | ToDaemon::Open { .. }
             | ToDaemon::Stat { .. }
@@ -398,6 +410,8 @@ pub struct FlowStat {
     pub lost: u64,
     /// The flow's estimate (its share of the rate).
     pub estimate: Estimate,
+    /// The CM protocol's view of its peer, if the flow's sender reports one.
+    pub peer: Option<PeerStat>,
 }
 
 /// A message from the daemon to a client.

@@ -79,6 +79,8 @@ pub(super) struct Proto {
     pub queued: VecDeque<Queued>,
     pub refused: u64,
     pub cfg: ProberConfig,
+    /// What was last reported to the CM for `cm stat`, and when.
+    pub reported: Option<(cm_ipc::PeerStat, Instant)>,
 }
 
 impl Proto {
@@ -92,6 +94,7 @@ impl Proto {
             queued: VecDeque::new(),
             refused: 0,
             cfg: ProberConfig::default(),
+            reported: None,
         }
     }
 
@@ -217,6 +220,36 @@ impl Proto {
                 reports.push(r);
             }
         }
+    }
+
+    /// The peer's state for `cm stat`, if it is due to be reported: on
+    /// a change of mode, and at most once a second otherwise.
+    pub fn peer_report(&mut self, now: Instant) -> Option<cm_ipc::PeerStat> {
+        let p = self.prober.as_ref()?;
+        let mode = match p.state() {
+            cm_proto::PeerState::Handshaking => cm_ipc::PeerMode::Handshaking,
+            cm_proto::PeerState::Negotiated => cm_ipc::PeerMode::Negotiated,
+            cm_proto::PeerState::Fallback => cm_ipc::PeerMode::Fallback,
+        };
+        let stat = cm_ipc::PeerStat {
+            mode,
+            probe_srtt_us: p.srtt().map(cm_core::Duration::as_micros),
+            loss_ppm: p.loss_estimate().map(|l| (l * 1e6).round() as u64),
+            probes: p.counters.probes,
+            responses: p.counters.responses,
+        };
+        let due = match self.reported {
+            None => true,
+            Some((last, at)) => {
+                last.mode != mode
+                    || (last != stat && now.saturating_since(at) >= cm_core::Duration::from_secs(1))
+            }
+        };
+        if due {
+            self.reported = Some((stat, now));
+            return Some(stat);
+        }
+        None
     }
 
     pub fn stats(&self) -> ProtoStats {

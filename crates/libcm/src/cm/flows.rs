@@ -99,6 +99,7 @@ impl Cm {
     pub fn close(&mut self, flow: FlowId) -> Result<(), CmError> {
         self.mtus.remove(&flow);
         self.buffered.remove(&flow);
+        self.peers.remove(&flow);
         self.fire(
             |core, now| core.close(now, flow),
             || ToDaemon::Close {

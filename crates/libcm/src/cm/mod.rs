@@ -19,6 +19,7 @@ mod controller;
 mod dispatch;
 mod feedback;
 mod flows;
+mod peer;
 mod rate_updates;
 mod sending;
 pub(crate) mod stat;
@@ -66,6 +67,9 @@ pub struct Cm {
     batch_limit: usize,
     /// MTUs already asked for, per flow.
     mtus: IdMap<FlowId, u32>,
+    /// The CM protocol's peer state per flow (embedded mode's `stat`; the
+    /// daemon keeps its own).
+    peers: IdMap<FlowId, cm_ipc::PeerStat>,
 }
 
 impl std::fmt::Debug for Cm {
@@ -138,6 +142,7 @@ impl Cm {
             autoflush: true,
             batch_limit: 32,
             mtus: IdMap::default(),
+            peers: IdMap::default(),
         }
     }
 

@@ -3,7 +3,7 @@
 
 use core::net::IpAddr;
 
-pub use cm_ipc::{FlowStat, MacroflowStat};
+pub use cm_ipc::{FlowStat, MacroflowStat, PeerMode, PeerStat};
 use cm_ipc::{ToClient, ToDaemon};
 
 use super::Cm;
@@ -34,7 +34,9 @@ impl Cm {
                     };
                     for &f in &m.flows {
                         if let Ok(fi) = e.core.flow_info(f) {
-                            s.flows.push(cm_ipc::stat::flow_stat(&fi, uid, pid));
+                            let mut stat = cm_ipc::stat::flow_stat(&fi, uid, pid);
+                            stat.peer = self.peers.get(&f).copied();
+                            s.flows.push(stat);
                         }
                     }
                     let capacity = e.core.capacity(id).ok().flatten();

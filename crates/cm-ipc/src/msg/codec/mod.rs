@@ -5,7 +5,8 @@
 use cm_core::LossMode;
 
 use super::{
-    ErrorCode, Estimate, FlowStat, MAX_NAME, MAX_SPEC, MAX_WHY, MacroflowStat, ToClient, ToDaemon,
+    ErrorCode, Estimate, FlowStat, MAX_NAME, MAX_SPEC, MAX_WHY, MacroflowStat, PeerMode, PeerStat,
+    ToClient, ToDaemon,
 };
 use crate::field::{DecodeError, Reader, Writer};
 
@@ -39,6 +40,30 @@ fn put_estimate(w: &mut Writer<'_>, e: &Estimate) {
     w.i64(e.srtt_us);
     w.i64(e.rttvar_us);
     w.f64(e.loss);
+}
+
+fn put_peer(w: &mut Writer<'_>, p: &Option<PeerStat>) {
+    w.bool(p.is_some());
+    if let Some(p) = p {
+        w.u8(p.mode.to_u8());
+        w.opt_u64(p.probe_srtt_us);
+        w.opt_u64(p.loss_ppm);
+        w.u64(p.probes);
+        w.u64(p.responses);
+    }
+}
+
+fn get_peer(r: &mut Reader<'_>) -> Result<Option<PeerStat>, DecodeError> {
+    if !r.bool()? {
+        return Ok(None);
+    }
+    Ok(Some(PeerStat {
+        mode: PeerMode::from_u8(r.u8()?).ok_or(DecodeError::Invalid("peer mode"))?,
+        probe_srtt_us: r.opt_u64("probe srtt without its flag")?,
+        loss_ppm: r.opt_u64("loss without its flag")?,
+        probes: r.u64()?,
+        responses: r.u64()?,
+    }))
 }
 
 fn get_estimate(r: &mut Reader<'_>) -> Result<Estimate, DecodeError> {
@@ -183,6 +208,11 @@ impl Message for ToDaemon {
                 w.opt_u64(capacity);
                 0x14
             }
+            ToDaemon::SetPeer { flow, ref peer } => {
+                w.u64(flow);
+                put_peer(&mut w, peer);
+                0x15
+            }
         }
     }
 
@@ -260,6 +290,10 @@ impl Message for ToDaemon {
             0x14 => ToDaemon::SetCapacity {
                 flow: r.u64()?,
                 capacity: r.opt_u64("capacity without its flag")?,
+            },
+            0x15 => ToDaemon::SetPeer {
+                flow: r.u64()?,
+                peer: get_peer(&mut r)?,
             },
             t => return Err(DecodeError::UnknownTag(t)),
         };
@@ -352,6 +386,7 @@ impl Message for ToClient {
                 w.u64(stat.sent);
                 w.u64(stat.lost);
                 put_estimate(&mut w, &stat.estimate);
+                put_peer(&mut w, &stat.peer);
                 0x8c
             }
             ToClient::StatEnd { seq } => {
@@ -455,6 +490,7 @@ impl Message for ToClient {
                     sent: r.u64()?,
                     lost: r.u64()?,
                     estimate: get_estimate(&mut r)?,
+                    peer: get_peer(&mut r)?,
                 },
             },
             0x8d => ToClient::StatEnd { seq: r.u32()? },
