@@ -174,6 +174,22 @@ impl Prober {
         self.rtt.srtt()
     }
 
+    /// An RTT the driver already knows for this path (the macroflow's,
+    /// from its other flows or the application's own feedback): taken as
+    /// the first sample if the prober has none yet, so the first probes
+    /// are paced by the path's RTT rather than the 1 s initial timeout
+    /// (a SYN that had to be sent again gives no sample, by Karn's rule).
+    pub fn seed_rtt(&mut self, now: Instant, rtt: Duration) {
+        if self.rtt.srtt().is_some() || rtt.is_zero() {
+            return;
+        }
+        self.rtt.on_sample(rtt);
+        let sooner = now + self.probe_interval();
+        if let Some(t) = &mut self.next_probe_at {
+            *t = (*t).min(sooner);
+        }
+    }
+
     /// Minimum RTT of probes.
     pub fn min_rtt(&self) -> Option<Duration> {
         self.rtt.min_rtt()

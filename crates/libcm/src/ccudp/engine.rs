@@ -28,8 +28,20 @@ impl CcUdpSocket {
         }
         self.sync_departures(cm)?;
         let now = cm_clock::now();
+        let negotiated = self
+            .proto
+            .prober
+            .as_ref()
+            .is_some_and(|p| p.state() == cm_proto::PeerState::Negotiated);
         if let Some(p) = &mut self.peer {
-            if let Some(fb) = p.acct.handle_timeout(now) {
+            if let Some(mut fb) = p.acct.handle_timeout(now) {
+                // Once the peer is negotiated no CC-UDP datagram follows the
+                // last ones of the handshake, so a loss among those can only
+                // end in this timeout: a loss, not evidence of persistent
+                // congestion while probes are being answered.
+                if negotiated && fb.loss == cm_core::LossMode::Persistent {
+                    fb.loss = cm_core::LossMode::Transient;
+                }
                 cm.update(p.flow, fb).map_err(cm_err)?;
             }
         }
@@ -43,6 +55,15 @@ impl CcUdpSocket {
 
     /// Sends the protocol's control packets and reports its feedback.
     pub(super) fn flush_proto(&mut self, cm: &mut Cm) -> io::Result<()> {
+        // A prober without an RTT sample (its SYN was sent again) starts
+        // from the macroflow's.
+        if let (Some(pr), Some(p)) = (&mut self.proto.prober, &self.peer) {
+            if pr.state() == cm_proto::PeerState::Negotiated && pr.srtt().is_none() {
+                if let Some(srtt) = cm.query(p.flow).ok().and_then(|e| e.srtt) {
+                    pr.seed_rtt(cm_clock::now(), srtt);
+                }
+            }
+        }
         let (mut out, mut reports) = (Vec::new(), Vec::new());
         self.proto.take_output(&mut out, &mut reports);
         for pkt in out {
