@@ -15,6 +15,9 @@
 //! delay_ms = 60            # one-way propagation delay of the whole path
 //! queue = "bdp"            # or queue_packets = 20, or queue_bytes = 15000
 //! loss = 0.0               # random loss on the bottleneck
+//! reorder = 0.0            # probability a bottleneck packet is held back ...
+//! reorder_delay_ms = 0     # ... this long beyond its delay (later ones pass it)
+//! duplicate = 0.0          # probability a bottleneck packet is delivered twice
 //!
 //! [access]                 # optional; sigcomm1999 defaults
 //! rate_bps = 100_000_000
@@ -29,6 +32,12 @@
 //! sack = false             # TCP SACK (newreno, tcpcm, web), default false
 //! controller = "iscc:l=2"  # CM flows (tcpcm, audio): the host's controller
 //! ```
+//!
+//! `loss`, `reorder` and `duplicate` apply to the forward bottleneck only
+//! (the data direction), as in `cm_sim::LinkConfig`: a held-back packet
+//! propagates `reorder_delay_ms` longer, so packets leaving the bottleneck
+//! within that time overtake it; a duplicated packet's copy arrives right
+//! after it. `reorder > 0` needs `reorder_delay_ms > 0`.
 //!
 //! The bottleneck link's own delay is `delay_ms - 2 * access.delay_ms`
 //! (sigcomm1999 dumbbell, `cm_sim::DumbbellConfig::sigcomm1999`); the
@@ -124,9 +133,26 @@ pub struct Bottleneck {
     /// Random loss probability per packet.
     #[serde(default)]
     pub loss: f64,
+    /// Probability that a packet is held back by `reorder_delay_ms`
+    /// (reordering; forward direction only). Not serialized when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reorder: f64,
+    /// Extra one-way delay of a held-back packet, ms. Not serialized when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reorder_delay_ms: f64,
+    /// Probability that a packet is delivered twice (forward direction
+    /// only). Not serialized when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub duplicate: f64,
     /// Reverse direction rate, bit/s (default: same as forward).
     #[serde(default)]
     pub reverse_rate_bps: Option<u64>,
+}
+
+/// `skip_serializing_if` for the optional link features: a scenario that
+/// does not use them serializes as before.
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// The access links.
@@ -401,6 +427,26 @@ impl Scenario {
         }
         if !(0.0..1.0).contains(&b.loss) {
             return bad(format!("bottleneck loss must be in [0, 1), got {}", b.loss));
+        }
+        if !(0.0..=1.0).contains(&b.reorder) {
+            return bad(format!(
+                "bottleneck reorder must be in [0, 1], got {}",
+                b.reorder
+            ));
+        }
+        if !(b.reorder_delay_ms.is_finite() && b.reorder_delay_ms >= 0.0)
+            || (b.reorder > 0.0 && b.reorder_delay_ms <= 0.0)
+        {
+            return bad(format!(
+                "bottleneck reorder_delay_ms must be a finite number of milliseconds >= 0, and > 0 when reorder > 0, got {}",
+                b.reorder_delay_ms
+            ));
+        }
+        if !(0.0..=1.0).contains(&b.duplicate) {
+            return bad(format!(
+                "bottleneck duplicate must be in [0, 1], got {}",
+                b.duplicate
+            ));
         }
         let queues = [
             b.queue.is_some(),

@@ -124,9 +124,13 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
     };
     let access_delay = ms(s.access.delay_ms);
     let bottleneck = LinkConfig::new(b.rate_bps, one_way - access_delay.saturating_mul(2), queue)
-        .with_loss(b.loss);
+        .with_loss(b.loss)
+        .with_reorder(b.reorder, ms(b.reorder_delay_ms))
+        .with_duplicate(b.duplicate);
     let mut reverse = bottleneck;
     reverse.loss = 0.0;
+    reverse.reorder = 0.0;
+    reverse.duplicate = 0.0;
     if let Some(r) = b.reverse_rate_bps {
         reverse.bandwidth_bps = r;
     }

@@ -191,3 +191,35 @@ fn plain_aimd_changes_nothing_and_another_controller_runs() {
     );
     assert_eq!(v["errors"], serde_json::json!([]), "{v}");
 }
+
+#[test]
+fn bottleneck_reordering_and_duplication_parse_validate_and_run() {
+    let with = |extra: &str| BASE.replace("queue = \"bdp\"", &format!("queue = \"bdp\"\n{extra}"));
+    let s = Scenario::from_toml(&with(
+        "reorder = 0.05\nreorder_delay_ms = 5\nduplicate = 0.02",
+    ))
+    .expect("valid");
+    assert_eq!(
+        (
+            s.bottleneck.reorder,
+            s.bottleneck.reorder_delay_ms,
+            s.bottleneck.duplicate
+        ),
+        (0.05, 5.0, 0.02)
+    );
+    let r = run(&s).expect("runs");
+    let v = serde_json::to_value(&r).expect("json");
+    assert!(v["flows"][0]["goodput_bps"].as_f64().expect("field") > 50_000.0);
+    // A scenario without them serializes without the keys.
+    let plain = serde_json::to_value(Scenario::from_toml(BASE).expect("valid")).expect("json");
+    assert!(plain["bottleneck"].get("reorder").is_none());
+    for bad in [
+        "reorder = 0.05",
+        "reorder = 1.5\nreorder_delay_ms = 5",
+        "reorder = 0.05\nreorder_delay_ms = -1",
+        "duplicate = -0.1",
+    ] {
+        let e = Scenario::from_toml(&with(bad)).expect_err(bad);
+        assert!(matches!(e, ScenarioError::Invalid(_)), "{bad}: {e}");
+    }
+}

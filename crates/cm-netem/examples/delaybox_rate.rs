@@ -18,6 +18,7 @@ fn main() -> anyhow::Result<()> {
         queue: Queue::Bytes(2_000_000),
         loss: 0.0,
         reverse_rate_bps: None,
+        ..PathConfig::default()
     })?;
     let secs = 2.0;
     for payload in [18usize, 1200, 1472] {

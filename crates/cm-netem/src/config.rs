@@ -46,10 +46,28 @@ pub struct PathConfig {
     pub loss: f64,
     /// Optional rate limit receiver → sender (same queue size); `None` = unlimited.
     pub reverse_rate_bps: Option<u64>,
+    /// Probability, in `[0, 1]`, that the delay box holds a sender → receiver packet
+    /// back by [`reorder_delay`](Self::reorder_delay) beyond the one-way delay, so
+    /// packets behind it overtake it (reordering). Not serialized when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reorder: f64,
+    /// Extra delay of a held-back packet; must be non-zero when `reorder` is.
+    #[serde(default, skip_serializing_if = "Duration::is_zero")]
+    pub reorder_delay: Duration,
+    /// Probability, in `[0, 1]`, that the delay box writes a sender → receiver packet
+    /// twice (duplication; the copy right after the original). Not serialized when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub duplicate: f64,
+}
+
+/// `skip_serializing_if` for the optional impairments: a configuration without them
+/// serializes as before.
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Default for PathConfig {
-    /// 10 Mbit/s, 30 ms one way, one BDP of queue, no loss.
+    /// 10 Mbit/s, 30 ms one way, one BDP of queue, no loss, reordering or duplication.
     fn default() -> Self {
         PathConfig {
             rate_bps: 10_000_000,
@@ -57,6 +75,9 @@ impl Default for PathConfig {
             queue: Queue::Bdp,
             loss: 0.0,
             reverse_rate_bps: None,
+            reorder: 0.0,
+            reorder_delay: Duration::ZERO,
+            duplicate: 0.0,
         }
     }
 }
@@ -73,6 +94,15 @@ pub enum ConfigError {
     /// Loss out of range.
     #[error("loss must be a probability in [0, 1), got {0}")]
     Loss(f64),
+    /// Reorder probability out of range.
+    #[error("reorder must be a probability in [0, 1], got {0}")]
+    Reorder(f64),
+    /// Reorder delay out of range, or zero with a non-zero reorder probability.
+    #[error("reorder delay must be at most 10 s, and non-zero when reorder > 0, got {0:?}")]
+    ReorderDelay(Duration),
+    /// Duplicate probability out of range.
+    #[error("duplicate must be a probability in [0, 1], got {0}")]
+    Duplicate(f64),
     /// Queue too small or too large.
     #[error("queue must be between 1500 bytes (one packet) and 1 GB, got {0} bytes")]
     Queue(u64),
@@ -116,6 +146,8 @@ impl PathConfig {
         if !(self.loss.is_finite() && (0.0..1.0).contains(&self.loss)) {
             return Err(ConfigError::Loss(self.loss));
         }
+        check_reorder(self.reorder, self.reorder_delay)?;
+        check_duplicate(self.duplicate)?;
         let q = self.queue_bytes();
         if !(PACKET_BYTES..=1_000_000_000).contains(&q) {
             return Err(ConfigError::Queue(q));
@@ -126,6 +158,28 @@ impl PathConfig {
     /// The bottleneck queue limit in bytes.
     pub fn queue_bytes(&self) -> u64 {
         self.queue.bytes(self.rate_bps, self.one_way_delay)
+    }
+}
+
+/// Whether `p` and `delay` are a usable reordering (also for [`Path::set_reorder`]).
+///
+/// [`Path::set_reorder`]: crate::Path::set_reorder
+pub(crate) fn check_reorder(p: f64, delay: Duration) -> Result<(), ConfigError> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(ConfigError::Reorder(p));
+    }
+    if delay > Duration::from_secs(10) || (p > 0.0 && delay.is_zero()) {
+        return Err(ConfigError::ReorderDelay(delay));
+    }
+    Ok(())
+}
+
+/// Whether `p` is a usable duplication probability.
+pub(crate) fn check_duplicate(p: f64) -> Result<(), ConfigError> {
+    if (0.0..=1.0).contains(&p) {
+        Ok(())
+    } else {
+        Err(ConfigError::Duplicate(p))
     }
 }
 
@@ -260,5 +314,48 @@ mod tests {
             bad(|c| c.reverse_rate_bps = Some(1)),
             Err(ConfigError::Rate(1))
         ));
+        assert!(matches!(
+            bad(|c| c.reorder = 1.5),
+            Err(ConfigError::Reorder(_))
+        ));
+        assert!(matches!(
+            bad(|c| c.reorder = f64::NAN),
+            Err(ConfigError::Reorder(_))
+        ));
+        assert!(matches!(
+            bad(|c| c.reorder = 0.05),
+            Err(ConfigError::ReorderDelay(Duration::ZERO))
+        ));
+        assert!(matches!(
+            bad(|c| c.reorder_delay = Duration::from_secs(11)),
+            Err(ConfigError::ReorderDelay(_))
+        ));
+        assert!(matches!(
+            bad(|c| c.duplicate = -0.1),
+            Err(ConfigError::Duplicate(_))
+        ));
+        let ok = PathConfig {
+            reorder: 1.0,
+            reorder_delay: Duration::from_millis(5),
+            duplicate: 1.0,
+            ..PathConfig::default()
+        };
+        assert!(ok.validate().is_ok());
+    }
+
+    #[test]
+    fn impairments_are_optional_in_serialized_configs() {
+        let plain = serde_json::to_value(PathConfig::default()).unwrap();
+        assert!(plain.get("reorder").is_none() && plain.get("duplicate").is_none());
+        let mut v = plain.clone();
+        v["reorder"] = serde_json::json!(0.05);
+        v["reorder_delay"] = serde_json::json!({"secs": 0, "nanos": 5_000_000});
+        let c: PathConfig = serde_json::from_value(v).unwrap();
+        assert_eq!(
+            (c.reorder, c.reorder_delay),
+            (0.05, Duration::from_millis(5))
+        );
+        let back: PathConfig = serde_json::from_value(plain).unwrap();
+        assert_eq!(back, PathConfig::default());
     }
 }

@@ -5,6 +5,19 @@
 //! appended to a FIFO per direction (the delay is constant, so a FIFO is sorted by
 //! deadline); the thread sleeps in `ppoll` with a nanosecond timeout until the next
 //! deadline (timer slack set to 1 ns) or the next packet.
+//!
+//! Reordering and duplication (sender → receiver only, like the loss filter), in the
+//! manner of netem's `reorder` and `duplicate` but with the chosen packet made late:
+//! each forward packet is, with probability `reorder`, *held back*: its deadline is
+//! `reorder_delay` later than the one-way delay's, so packets read after it within
+//! `reorder_delay` overtake it. Held packets wait in a second queue kept sorted by
+//! deadline, and each write takes the earlier head of the two queues. With probability
+//! `duplicate` a forward packet is written to the TUN twice, back to back, when it is
+//! due. Both probabilities and the extra delay are atomics the [`Path`] can change
+//! while the box runs; the draws use a SplitMix64 generator (Steele, Lea & Flood,
+//! OOPSLA 2014) seeded from the clock, and are skipped when a probability is 0.
+//!
+//! [`Path`]: crate::Path
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -48,12 +61,78 @@ struct DirCounters {
     max_queued: AtomicU64,
     late_ns_sum: AtomicU64,
     late_ns_max: AtomicU64,
+    reordered: AtomicU64,
+    duplicated: AtomicU64,
+}
+
+/// `p` as a threshold for the high 32 bits of a random `u64`: `p · 2³²`, so that
+/// `bits < threshold` has probability `p` (0 never, 2³² always).
+fn threshold(p: f64) -> u64 {
+    (p.clamp(0.0, 1.0) * 4_294_967_296.0).round() as u64
+}
+
+/// The reordering and duplication the box applies to forward packets, shared with the
+/// [`Path`](crate::Path) that sets it (thresholds from [`threshold`]).
+#[derive(Default)]
+pub(crate) struct Impairments {
+    reorder: AtomicU64,
+    reorder_delay_ns: AtomicU64,
+    duplicate: AtomicU64,
+}
+
+impl Impairments {
+    /// Hold packets back by `delay` with probability `p` (validated by the caller).
+    pub(crate) fn set_reorder(&self, p: f64, delay: Duration) {
+        let ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+        self.reorder_delay_ns.store(ns, Ordering::Relaxed);
+        self.reorder.store(threshold(p), Ordering::Relaxed);
+    }
+
+    /// Write packets twice with probability `p` (validated by the caller).
+    pub(crate) fn set_duplicate(&self, p: f64) {
+        self.duplicate.store(threshold(p), Ordering::Relaxed);
+    }
+}
+
+/// SplitMix64 (Steele, Lea & Flood, OOPSLA 2014): fast, and good enough for
+/// Bernoulli draws; the same generator seeds `cm-sim`'s xoshiro.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn from_clock() -> Self {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        SplitMix64(t ^ (u64::from(std::process::id()) << 32))
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// `true` with probability `threshold / 2³²`; draws nothing for 0.
+    fn chance(&mut self, threshold: u64) -> bool {
+        threshold > 0 && (self.next_u64() >> 32) < threshold
+    }
+}
+
+/// A packet waiting in the box.
+struct Slot {
+    /// When to write it.
+    due: Instant,
+    /// Write it twice (duplication).
+    twice: bool,
+    pkt: Vec<u8>,
 }
 
 /// Counters of one direction of the delay box.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct DirectionStats {
-    /// Packets written back (delivered onward).
+    /// Packets written back (delivered onward), duplicate copies included.
     pub packets: u64,
     /// Bytes (IP level) written back.
     pub bytes: u64,
@@ -65,6 +144,12 @@ pub struct DirectionStats {
     pub mean_late_us: f64,
     /// Largest lateness of a write behind its deadline, in microseconds.
     pub max_late_us: f64,
+    /// Packets held back by the reorder delay (forward direction only).
+    #[serde(default)]
+    pub reordered: u64,
+    /// Extra copies written (duplication; forward direction only).
+    #[serde(default)]
+    pub duplicated: u64,
 }
 
 /// Counters of the delay box, both directions.
@@ -95,6 +180,8 @@ impl DirCounters {
                 late_sum as f64 / packets as f64 / 1e3
             },
             max_late_us: self.late_ns_max.load(Ordering::Relaxed) as f64 / 1e3,
+            reordered: self.reordered.load(Ordering::Relaxed),
+            duplicated: self.duplicated.load(Ordering::Relaxed),
         }
     }
 }
@@ -111,6 +198,7 @@ pub(crate) struct DelayBox {
     wake: OwnedFd,
     thread: Option<JoinHandle<()>>,
     counters: Arc<Counters>,
+    impairments: Arc<Impairments>,
 }
 
 impl DelayBox {
@@ -121,6 +209,8 @@ impl DelayBox {
         let wake_thread = wake.try_clone().io_context(|| "dup eventfd")?;
         let counters = Arc::new(Counters::default());
         let c2 = Arc::clone(&counters);
+        let impairments = Arc::new(Impairments::default());
+        let i2 = Arc::clone(&impairments);
         let ns_name = ns.to_string();
         let (tx, rx) = mpsc::channel::<Result<()>>();
         let thread = std::thread::Builder::new()
@@ -136,7 +226,7 @@ impl DelayBox {
                     Ok(tuns) => {
                         let _ = tx.send(Ok(()));
                         drop(tx);
-                        run(tuns, delay, wake_thread, &c2);
+                        run(tuns, delay, wake_thread, &c2, &i2);
                     }
                     Err(e) => {
                         let _ = tx.send(Err(e));
@@ -148,6 +238,7 @@ impl DelayBox {
             wake,
             thread: Some(thread),
             counters,
+            impairments,
         };
         match rx.recv() {
             Ok(Ok(())) => Ok(dbox),
@@ -160,6 +251,11 @@ impl DelayBox {
                 Err(NetemError::Thread("delay box".into()))
             }
         }
+    }
+
+    /// The forward direction's reordering and duplication (0 until set).
+    pub(crate) fn impairments(&self) -> &Impairments {
+        &self.impairments
     }
 
     /// Counters so far.
@@ -196,14 +292,36 @@ fn timespec(d: Duration) -> Timespec {
     }
 }
 
-fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters) {
+/// The slot due at `now` from the FIFO `q` and the sorted held-back queue `h` (the
+/// earlier head of the two; the FIFO's on ties), or else the next deadline, if any.
+fn pop_due(
+    q: &mut VecDeque<Slot>,
+    h: &mut VecDeque<Slot>,
+    now: Instant,
+) -> std::result::Result<Slot, Option<Instant>> {
+    let src = match (q.front(), h.front()) {
+        (None, None) => return Err(None),
+        (Some(a), Some(b)) if b.due < a.due => h,
+        (Some(_), _) => q,
+        (None, Some(_)) => h,
+    };
+    match src.front() {
+        Some(s) if s.due > now => Err(Some(s.due)),
+        _ => src.pop_front().ok_or(None),
+    }
+}
+
+fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters, imp: &Impairments) {
     // Wake up on time, not up to 50 µs late.
     let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1));
     // A real-time thread is woken on time even while compilers fill every core; its
     // CPU use is bounded (it sleeps between deadlines, spins at most ~200 µs).
     c.realtime
         .store(set_realtime(REALTIME_PRIORITY).is_ok(), Ordering::Relaxed);
-    let mut queues: [VecDeque<(Instant, Vec<u8>)>; 2] = [VecDeque::new(), VecDeque::new()];
+    // Per direction: packets at the one-way delay (FIFO), held-back packets (sorted).
+    let mut queues: [VecDeque<Slot>; 2] = [VecDeque::new(), VecDeque::new()];
+    let mut held: [VecDeque<Slot>; 2] = [VecDeque::new(), VecDeque::new()];
+    let mut rng = SplitMix64::from_clock();
     let mut pool: Vec<Vec<u8>> = Vec::new();
     let mut buf = vec![0u8; 65536];
     let mut oversleep_ns: f64 = 50_000.0;
@@ -211,29 +329,39 @@ fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters) {
         // Deliver everything that is due.
         let now = Instant::now();
         let mut next: Option<Instant> = None;
-        for (i, q) in queues.iter_mut().enumerate() {
+        for i in 0..2 {
+            let (q, h) = (&mut queues[i], &mut held[i]);
             let dc = &c.dirs[i];
-            while let Some((deadline, _)) = q.front() {
-                if *deadline > now {
-                    next = Some(next.map_or(*deadline, |n| n.min(*deadline)));
-                    break;
-                }
-                let Some((deadline, pkt)) = q.pop_front() else {
-                    break;
+            loop {
+                let slot = match pop_due(q, h, now) {
+                    Ok(slot) => slot,
+                    Err(due) => {
+                        if let Some(d) = due {
+                            next = Some(next.map_or(d, |n| n.min(d)));
+                        }
+                        break;
+                    }
                 };
-                match (&tuns[i]).write(&pkt) {
-                    Ok(_) => {
-                        dc.packets.fetch_add(1, Ordering::Relaxed);
-                        dc.bytes.fetch_add(pkt.len() as u64, Ordering::Relaxed);
-                        let late = now.saturating_duration_since(deadline).as_nanos() as u64;
-                        dc.late_ns_sum.fetch_add(late, Ordering::Relaxed);
-                        dc.late_ns_max.fetch_max(late, Ordering::Relaxed);
-                    }
-                    Err(_) => {
-                        dc.dropped.fetch_add(1, Ordering::Relaxed);
+                let due = slot.due;
+                for copy in 0..1 + u8::from(slot.twice) {
+                    // A TUN write takes the whole packet or fails.
+                    match (&tuns[i]).write(&slot.pkt) {
+                        Ok(n) => {
+                            dc.packets.fetch_add(1, Ordering::Relaxed);
+                            dc.bytes.fetch_add(n as u64, Ordering::Relaxed);
+                            if copy == 1 {
+                                dc.duplicated.fetch_add(1, Ordering::Relaxed);
+                            }
+                            let late = now.saturating_duration_since(due).as_nanos() as u64;
+                            dc.late_ns_sum.fetch_add(late, Ordering::Relaxed);
+                            dc.late_ns_max.fetch_max(late, Ordering::Relaxed);
+                        }
+                        Err(_) => {
+                            dc.dropped.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                 }
-                pool.push(pkt);
+                pool.push(slot.pkt);
             }
         }
         // Sleep until shortly before the next deadline (by the wake-up latency seen so
@@ -291,18 +419,38 @@ fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters) {
                     Ok(0) => break,
                     Ok(n) => {
                         let arrival = Instant::now();
-                        let q = &mut queues[i];
-                        if q.len() >= MAX_QUEUED {
+                        let (q, h) = (&mut queues[i], &mut held[i]);
+                        if q.len() + h.len() >= MAX_QUEUED {
                             c.dirs[i].dropped.fetch_add(1, Ordering::Relaxed);
                             continue;
                         }
                         let mut pkt = pool.pop().unwrap_or_else(|| Vec::with_capacity(2048));
                         pkt.clear();
                         pkt.extend_from_slice(&buf[..n]);
-                        q.push_back((arrival + delay, pkt));
+                        let mut due = arrival + delay;
+                        // Forward only (the data direction), like the loss filter.
+                        let (hold, twice) = if i == 0 {
+                            (
+                                rng.chance(imp.reorder.load(Ordering::Relaxed)),
+                                rng.chance(imp.duplicate.load(Ordering::Relaxed)),
+                            )
+                        } else {
+                            (false, false)
+                        };
+                        if hold {
+                            let extra = imp.reorder_delay_ns.load(Ordering::Relaxed);
+                            due += Duration::from_nanos(extra);
+                            c.dirs[i].reordered.fetch_add(1, Ordering::Relaxed);
+                            // Sorted by deadline (the extra delay may change at run
+                            // time); almost always an append.
+                            let at = h.partition_point(|s| s.due <= due);
+                            h.insert(at, Slot { due, twice, pkt });
+                        } else {
+                            q.push_back(Slot { due, twice, pkt });
+                        }
                         c.dirs[i]
                             .max_queued
-                            .fetch_max(q.len() as u64, Ordering::Relaxed);
+                            .fetch_max((q.len() + h.len()) as u64, Ordering::Relaxed);
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -313,5 +461,58 @@ fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(t0: Instant, ms: u64, tag: u8) -> Slot {
+        Slot {
+            due: t0 + Duration::from_millis(ms),
+            twice: false,
+            pkt: vec![tag],
+        }
+    }
+
+    #[test]
+    fn held_packets_are_overtaken_and_written_in_deadline_order() {
+        let t0 = Instant::now();
+        // FIFO at the one-way delay: packets 1, 3, 4 due at 10, 12, 13 ms; packet 2
+        // was held back by 5 ms (due at 16 ms), packet 0 by 1 ms (due at 10 ms).
+        let mut q: VecDeque<Slot> = [(10, 1), (12, 3), (13, 4)]
+            .map(|(ms, tag)| slot(t0, ms, tag))
+            .into();
+        let mut h: VecDeque<Slot> = [(10, 0), (16, 2)].map(|(ms, tag)| slot(t0, ms, tag)).into();
+        assert_eq!(
+            pop_due(&mut q, &mut h, t0).err(),
+            Some(Some(t0 + Duration::from_millis(10)))
+        );
+        let mut order = Vec::new();
+        let now = t0 + Duration::from_millis(20);
+        while let Ok(s) = pop_due(&mut q, &mut h, now) {
+            order.push(s.pkt[0]);
+        }
+        assert_eq!(
+            order,
+            [1, 0, 3, 4, 2],
+            "FIFO first on ties, then by deadline"
+        );
+        assert_eq!(pop_due(&mut q, &mut h, now).err(), Some(None));
+    }
+
+    #[test]
+    fn thresholds_and_draws() {
+        assert_eq!(threshold(0.0), 0);
+        assert_eq!(threshold(1.0), 1 << 32);
+        assert_eq!(threshold(0.5), 1 << 31);
+        let mut r = SplitMix64(42);
+        assert!(!r.chance(0) && r.chance(1 << 32));
+        let n = 200_000;
+        let hits = (0..n).filter(|_| r.chance(threshold(0.05))).count();
+        // 0.05 ± 4.5 standard deviations (0.00049 at this n).
+        let f = hits as f64 / n as f64;
+        assert!((f - 0.05).abs() < 0.0022, "{f}");
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Builds a real, emulated network path on one Linux machine, out of three network
 //! namespaces, so real sockets (TCP, UDP, the Congestion Manager's flows) can be run
-//! over a path with a given bottleneck rate, queue, one-way delay and random loss:
+//! over a path with a given bottleneck rate, queue, one-way delay, random loss, and
+//! optional reordering and duplication:
 //!
 //! ```text
 //!  cmn<pid>x<k>-snd           cmn<pid>x<k>-rtr                               cmn<pid>x<k>-rcv
@@ -47,6 +48,13 @@
 //!   ARP is never dropped. Not at the sender or router egress: a drop on a local
 //!   egress is reported back to the sending socket (`ENOBUFS`, TSQ), which is not what
 //!   a lossy network does. [`Path::set_loss`] swaps the filter in place.
+//! - **Reordering and duplication in the delay box** (sender → receiver only, like
+//!   loss): with probability `reorder` a packet is held back `reorder_delay` beyond
+//!   its due time, so packets behind it overtake it; with probability `duplicate` it
+//!   is written to the TUN twice. netem's model, except that the chosen packet is the
+//!   late one (netem sends its chosen packets early), so `reorder` is the fraction of
+//!   late packets. [`Path::set_reorder`] and [`Path::set_duplicate`] change them
+//!   while the path runs (shared atomics the box reads per packet).
 //! - **Teardown on every exit path**: [`Path`]'s `Drop` (which also runs on panic
 //!   unwinding and for a build that fails half-way) stops the delay box and deletes the
 //!   namespaces, which deletes the veths, TUNs, qdiscs and filters with them. The CLI
@@ -66,6 +74,9 @@
 //!     queue: Queue::Packets(64),
 //!     loss: 0.01,
 //!     reverse_rate_bps: None,
+//!     reorder: 0.05,                              // 5 % of packets held back ...
+//!     reorder_delay: Duration::from_millis(5),    // ... 5 ms, so later ones pass them
+//!     duplicate: 0.0,
 //! })?;
 //! // A socket created on a thread in the receiver's namespace lives there.
 //! let rcv = path.receiver_addr();
@@ -87,8 +98,8 @@
 //! done (the `ip`/`tc` command line and its stderr, the system call).
 //!
 //! The `cm-netem` binary does the same from the command line: `cm-netem up --rate
-//! 10mbit --delay 30ms --queue 64pkt --loss 0.01`, `cm-netem selftest ...`,
-//! `cm-netem cleanup`.
+//! 10mbit --delay 30ms --queue 64pkt --loss 0.01 [--reorder 0.05 --reorder-delay 5ms
+//! --duplicate 0.02]`, `cm-netem selftest ...`, `cm-netem cleanup`.
 
 pub mod config;
 mod delaybox;
@@ -103,4 +114,7 @@ pub use delaybox::{DelayBoxStats, DirectionStats};
 pub use error::{BuildStep, NetemError, Result};
 pub use netns::{is_root, sweep_stale};
 pub use path::{Node, Path, PathStats, QdiscStats, tbf_burst};
-pub use selftest::{LossRule, SelfTestError, SelfTestFailed, SelfTestOptions, SelfTestReport};
+pub use selftest::{
+    FractionCheck, LossRule, ReorderCheck, SelfTestError, SelfTestFailed, SelfTestOptions,
+    SelfTestReport,
+};

@@ -16,10 +16,12 @@ Examples:
       ip netns exec <receiver ns> iperf3 -s
       ip netns exec <sender ns> iperf3 -c <receiver address>
   cm-netem selftest --rate 100mbit --delay 5ms --json
+  cm-netem selftest --rate 10mbit --delay 10ms --reorder 0.05 --reorder-delay 5ms --duplicate 0.02
   cm-netem cleanup
 
 Topology: sender --veth--> router [tbf rate/queue on tunf -> TUN delay box] --veth--> receiver
-(random loss by a tc-BPF filter at the receiver's ingress). Needs root.";
+(random loss by a tc-BPF filter at the receiver's ingress; reordering and duplication of
+sender -> receiver packets in the delay box). Needs root.";
 
 /// Emulated network paths between Linux network namespaces (tbf bottleneck, TUN delay
 /// box, tc-BPF random loss).
@@ -40,8 +42,9 @@ enum Cmd {
         #[arg(long, value_parser = parse_duration)]
         stats_every: Option<Duration>,
     },
-    /// Build a path, measure its delay, rate and loss, print the report, tear down.
-    /// Exits 1 when any measurement is more than the tolerance off.
+    /// Build a path, measure its delay, rate and loss (and reordering and duplication
+    /// when configured), print the report, tear down. Exits 1 when any measurement is
+    /// more than the tolerance off.
     Selftest {
         #[command(flatten)]
         path: PathArgs,
@@ -51,6 +54,10 @@ enum Cmd {
         /// Most time the loss phase may take.
         #[arg(long, default_value = "15s", value_parser = parse_duration)]
         loss_budget: Duration,
+        /// Most time the reordering/duplication phase may take (only run when
+        /// --reorder or --duplicate is non-zero).
+        #[arg(long, default_value = "15s", value_parser = parse_duration)]
+        reorder_budget: Duration,
         /// Allowed relative error.
         #[arg(long, default_value_t = 0.05)]
         tolerance: f64,
@@ -77,6 +84,17 @@ struct PathArgs {
     /// Also limit receiver → sender to this rate (default: unlimited).
     #[arg(long, value_parser = parse_rate)]
     reverse_rate: Option<u64>,
+    /// Reordering: probability in [0, 1] that a sender → receiver packet is held back
+    /// by --reorder-delay beyond the one-way delay, so packets behind it overtake it.
+    #[arg(long, default_value_t = 0.0)]
+    reorder: f64,
+    /// Extra delay of a held-back packet (e.g. 5ms); required when --reorder > 0.
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    reorder_delay: Duration,
+    /// Duplication: probability in [0, 1] that a sender → receiver packet is
+    /// delivered twice (the copy right after the original).
+    #[arg(long, default_value_t = 0.0)]
+    duplicate: f64,
 }
 
 impl PathArgs {
@@ -87,6 +105,9 @@ impl PathArgs {
             queue: self.queue,
             loss: self.loss,
             reverse_rate_bps: self.reverse_rate,
+            reorder: self.reorder,
+            reorder_delay: self.reorder_delay,
+            duplicate: self.duplicate,
         }
     }
 }
@@ -101,12 +122,24 @@ fn register_signals() -> Result<Arc<AtomicUsize>> {
     Ok(sig)
 }
 
+/// ", reorder p (+d), duplicate p" for the features in use.
+fn impairments(c: &PathConfig) -> String {
+    let mut s = String::new();
+    if c.reorder > 0.0 {
+        s += &format!(", reorder {} (+{:?})", c.reorder, c.reorder_delay);
+    }
+    if c.duplicate > 0.0 {
+        s += &format!(", duplicate {}", c.duplicate);
+    }
+    s
+}
+
 fn describe(path: &Path) -> String {
     let c = path.config();
     let (r1, r2) = path.router_addrs();
     let [snd, rtr, rcv] = path.namespaces();
     format!(
-        "cm-netem: path up: {} bottleneck, {:?} one way, queue {} B, loss {}{}\n\
+        "cm-netem: path up: {} bottleneck, {:?} one way, queue {} B, loss {}{}{}\n\
          \x20 sender    netns {snd:<22} address {} (eth0)\n\
          \x20 router    netns {rtr:<22} {r1} / {r2}; tbf on tunf, delay box on tunf/tunr\n\
          \x20 receiver  netns {rcv:<22} address {} (eth0)\n\
@@ -121,6 +154,7 @@ fn describe(path: &Path) -> String {
         c.reverse_rate_bps
             .map(|r| format!(", reverse {}", cm_report::fmt::rate(r as f64)))
             .unwrap_or_default(),
+        impairments(c),
         path.sender_addr(),
         path.receiver_addr(),
         path.receiver_addr(),
@@ -140,13 +174,15 @@ fn up(args: &PathArgs, stats_every: Option<Duration>) -> Result<i32> {
                 last = Instant::now();
                 match path.stats() {
                     Ok(s) => println!(
-                        "sent {} pkts ({} B), dropped {}, backlog {} B; delay box fwd {} rev {} pkts",
+                        "sent {} pkts ({} B), dropped {}, backlog {} B; delay box fwd {} rev {} pkts, {} held back, {} duplicated",
                         s.bottleneck.sent_packets,
                         s.bottleneck.sent_bytes,
                         s.bottleneck.dropped,
                         s.bottleneck.backlog_bytes,
                         s.delay_box.forward.packets,
-                        s.delay_box.reverse.packets
+                        s.delay_box.reverse.packets,
+                        s.delay_box.forward.reordered,
+                        s.delay_box.forward.duplicated
                     ),
                     Err(e) => eprintln!("cm-netem: stats: {e:#}"),
                 }
@@ -165,8 +201,8 @@ fn selftest(args: &PathArgs, json: bool, opts: SelfTestOptions) -> Result<i32> {
     if !json {
         eprintln!("{}", describe(&path));
         eprintln!(
-            "self-testing (up to {:?} for the loss phase)...",
-            opts.loss_budget
+            "self-testing (up to {:?} for the loss phase, {:?} for reordering/duplication)...",
+            opts.loss_budget, opts.reorder_budget
         );
     }
     let (tx, rx) = std::sync::mpsc::channel();
@@ -202,10 +238,12 @@ fn run() -> Result<i32> {
             path,
             json,
             loss_budget,
+            reorder_budget,
             tolerance,
         } => {
             let opts = SelfTestOptions {
                 loss_budget,
+                reorder_budget,
                 tolerance,
                 ..Default::default()
             };

@@ -106,8 +106,9 @@ impl<P: Payload> Sim<P> {
         self.events_processed += 1;
         match ev {
             Ev::TxDone(l) => self.core.tx_done(l),
-            Ev::Arrive(l) => {
-                if let Some((node, pkt)) = self.core.arrive(l) {
+            Ev::Arrive(l) | Ev::ArriveHeld(l) => {
+                let held = matches!(ev, Ev::ArriveHeld(_));
+                if let Some((node, pkt)) = self.core.arrive(l, held) {
                     self.call_host(node.index(), |h, now, ctx| h.on_packet(now, pkt, ctx));
                 }
             }

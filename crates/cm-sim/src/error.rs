@@ -24,6 +24,25 @@ pub enum TopologyError {
         /// Link destination.
         to: NodeId,
     },
+    /// Reordering probability outside `[0, 1]` (or NaN), or a non-zero
+    /// probability with a zero `reorder_delay` (which could not reorder).
+    #[error(
+        "link {from}->{to} has reorder probability outside [0, 1], or reorder > 0 with a zero reorder_delay"
+    )]
+    InvalidReorder {
+        /// Link source.
+        from: NodeId,
+        /// Link destination.
+        to: NodeId,
+    },
+    /// Duplication probability outside `[0, 1]` (or NaN).
+    #[error("link {from}->{to} has duplicate probability outside [0, 1]")]
+    InvalidDuplicate {
+        /// Link source.
+        from: NodeId,
+        /// Link destination.
+        to: NodeId,
+    },
     /// A link from a node to itself.
     #[error("self-loop link at {0}")]
     SelfLoop(NodeId),

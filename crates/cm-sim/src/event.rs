@@ -13,6 +13,8 @@ pub(crate) enum Ev {
     TxDone(u32),
     /// The head of link `0`'s propagation FIFO reaches the far end.
     Arrive(u32),
+    /// The head of link `0`'s held-back (reordered) FIFO reaches the far end.
+    ArriveHeld(u32),
     /// Host timer; stale unless `generation` matches the host's current generation.
     Timer {
         /// Host node index.

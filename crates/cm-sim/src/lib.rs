@@ -3,7 +3,8 @@
 //! Integer-microsecond virtual time ([`cm_core::Instant`]), an event heap
 //! ordered by (time, insertion sequence), a seeded xoshiro256** RNG owned by
 //! the simulation, store-and-forward links with DropTail queues and optional
-//! random loss, static shortest-path routing, and user-supplied [`Host`]s
+//! random loss, reordering and duplication (netem-like, see [`LinkConfig`]),
+//! static shortest-path routing, and user-supplied [`Host`]s
 //! generic over the packet [`Payload`]. The dumbbell of sigcomm1999 Fig 7 is
 //! built by [`dumbbell`].
 //!

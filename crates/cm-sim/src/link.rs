@@ -7,6 +7,7 @@
 //! ns-2's DropTail). Random loss is applied on departure: a lost packet still
 //! occupies the link for its serialization time and is counted as sent, then
 //! vanishes instead of propagating (a corrupted frame).
+//! Reordering and duplication are drawn on departure too: see [`LinkConfig`].
 
 use std::collections::VecDeque;
 
@@ -26,6 +27,32 @@ pub enum QueueLimit {
 }
 
 /// Parameters of one unidirectional link.
+///
+/// # Reordering and duplication
+///
+/// Like random loss, both are drawn when a packet has been serialized, for
+/// packets that were not lost, in the manner of Linux netem's `reorder` and
+/// `duplicate`: a per-packet Bernoulli choice from the simulation's seeded
+/// RNG.
+///
+/// - **Reordering**: with probability `reorder` the departing packet is held
+///   back: it propagates for `delay + reorder_delay` instead of `delay`, so
+///   packets that depart within `reorder_delay` after it overtake it. Held
+///   packets keep their order among themselves (the extra delay is
+///   constant). Whether a held packet actually arrives out of order depends
+///   on the traffic behind it: it is overtaken only if another packet leaves
+///   the link less than `reorder_delay` later. (netem holds back the packets
+///   it does *not* choose; here the chosen one gets the extra delay, so
+///   `reorder` is the fraction of late packets.)
+/// - **Duplication**: with probability `duplicate` the packet is delivered
+///   twice: an identical copy (same packet id) follows the original on the
+///   wire and arrives right after it, at the same time. The copy does not
+///   occupy the link (it is made after serialization); a held packet's copy
+///   is held with it. Downstream links treat the copy as any other packet.
+///
+/// The RNG is drawn only for a non-zero probability, in the order loss,
+/// reorder, duplicate, so links without these features leave the random
+/// stream, and every run that does not use them, exactly as before.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LinkConfig {
     /// Transmission rate in bits per second (must be non-zero).
@@ -36,6 +63,15 @@ pub struct LinkConfig {
     pub queue: QueueLimit,
     /// Bernoulli loss probability per packet, applied on departure.
     pub loss: f64,
+    /// Probability that a departing (not lost) packet is held back by
+    /// [`reorder_delay`](Self::reorder_delay) so later packets overtake it
+    /// (netem-like, but the chosen packet is the late one).
+    pub reorder: f64,
+    /// Extra propagation delay of a held-back packet, on top of `delay`.
+    pub reorder_delay: Duration,
+    /// Probability that a departing (not lost) packet is delivered twice,
+    /// the copy right after the original.
+    pub duplicate: f64,
 }
 
 impl LinkConfig {
@@ -46,12 +82,30 @@ impl LinkConfig {
             delay,
             queue,
             loss: 0.0,
+            reorder: 0.0,
+            reorder_delay: Duration::ZERO,
+            duplicate: 0.0,
         }
     }
 
     /// The same link with random loss probability `p`.
     pub const fn with_loss(mut self, p: f64) -> Self {
         self.loss = p;
+        self
+    }
+
+    /// The same link holding back each departing packet with probability
+    /// `p` for `extra_delay` beyond its propagation delay (reordering).
+    pub const fn with_reorder(mut self, p: f64, extra_delay: Duration) -> Self {
+        self.reorder = p;
+        self.reorder_delay = extra_delay;
+        self
+    }
+
+    /// The same link delivering each departing packet twice with
+    /// probability `p` (duplication).
+    pub const fn with_duplicate(mut self, p: f64) -> Self {
+        self.duplicate = p;
         self
     }
 
@@ -79,6 +133,12 @@ pub struct LinkStats {
     pub dropped_overflow_bytes: u64,
     /// Packets lost at random on departure.
     pub dropped_random: u64,
+    /// Packets held back by `reorder_delay` on departure (each is overtaken
+    /// by any packet departing within `reorder_delay` after it).
+    pub reordered: u64,
+    /// Extra copies made on departure (duplication); each copy is one more
+    /// packet put on the wire.
+    pub duplicated: u64,
     /// Largest number of waiting packets seen.
     pub max_queue_packets: u64,
     /// Largest number of waiting bytes seen.
@@ -134,6 +194,9 @@ pub(crate) struct LinkState<P> {
     /// Packets propagating; they arrive in FIFO order because serialization
     /// is sequential and the delay is constant.
     pub(crate) wire: VecDeque<Packet<P>>,
+    /// Held-back packets propagating for `delay + reorder_delay`; FIFO for
+    /// the same reason as `wire`.
+    pub(crate) held: VecDeque<Packet<P>>,
     pub(crate) stats: LinkStats,
 }
 
@@ -147,6 +210,7 @@ impl<P: Payload> LinkState<P> {
             queue_bytes: 0,
             tx: None,
             wire: VecDeque::new(),
+            held: VecDeque::new(),
             stats: LinkStats::default(),
         }
     }

@@ -204,8 +204,9 @@ impl<P: Payload> Network<P> {
         *fs.dropped_at.entry(l).or_default() += 1;
     }
 
-    /// Link `l` finished serializing: apply random loss, put the packet on
-    /// the wire, start the next one.
+    /// Link `l` finished serializing: apply random loss, reordering and
+    /// duplication, put the packet (and any copy) on the wire, start the
+    /// next one.
     pub(crate) fn tx_done(&mut self, l: u32) {
         let now = self.now;
         let id = LinkId(l);
@@ -229,8 +230,27 @@ impl<P: Payload> Network<P> {
                 &pkt,
             );
         } else {
-            link.wire.push_back(pkt);
-            self.events.push(now + link.cfg.delay, Ev::Arrive(l));
+            // Reordering and duplication (link.rs module docs), drawn only
+            // when enabled so that other links leave the RNG stream alone.
+            let held = link.cfg.reorder > 0.0 && self.rng.bernoulli(link.cfg.reorder);
+            let copy = (link.cfg.duplicate > 0.0 && self.rng.bernoulli(link.cfg.duplicate))
+                .then(|| pkt.clone());
+            let (fifo, at, ev) = if held {
+                link.stats.reordered += 1;
+                let at = now + link.cfg.delay + link.cfg.reorder_delay;
+                (&mut link.held, at, Ev::ArriveHeld(l))
+            } else {
+                (&mut link.wire, now + link.cfg.delay, Ev::Arrive(l))
+            };
+            fifo.push_back(pkt);
+            self.events.push(at, ev);
+            if let Some(copy) = copy {
+                // Same time, scheduled next: arrives right after the original.
+                link.stats.duplicated += 1;
+                self.flows.entry(copy.flow).or_default().duplicated += 1;
+                fifo.push_back(copy);
+                self.events.push(at, ev);
+            }
         }
         link.account(now);
         if let Some(next) = link.pop() {
@@ -243,12 +263,13 @@ impl<P: Payload> Network<P> {
         }
     }
 
-    /// The head of link `l`'s wire arrives: forward it, or return it for
-    /// delivery to its destination host.
-    pub(crate) fn arrive(&mut self, l: u32) -> Option<(NodeId, Packet<P>)> {
+    /// The head of link `l`'s wire (or, if `held`, of its held-back FIFO)
+    /// arrives: forward it, or return it for delivery to its destination host.
+    pub(crate) fn arrive(&mut self, l: u32, held: bool) -> Option<(NodeId, Packet<P>)> {
         let now = self.now;
         let link = &mut self.links[l as usize];
-        let pkt = link.wire.pop_front()?;
+        let fifo = if held { &mut link.held } else { &mut link.wire };
+        let pkt = fifo.pop_front()?;
         let node = link.to;
         if pkt.dst == node {
             let fs = self.flows.entry(pkt.flow).or_default();

@@ -13,7 +13,7 @@ pub struct FlowStats {
     pub sent_packets: u64,
     /// Bytes handed to the engine by the sender.
     pub sent_bytes: u64,
-    /// Packets delivered to the destination host.
+    /// Packets delivered to the destination host (duplicate copies included).
     pub delivered_packets: u64,
     /// Bytes delivered to the destination host.
     pub delivered_bytes: u64,
@@ -21,6 +21,10 @@ pub struct FlowStats {
     pub dropped_overflow: u64,
     /// Packets lost at random on a link.
     pub dropped_random: u64,
+    /// Copies made by duplicating links (each copy is one more packet in
+    /// the network, so once it is idle `sent_packets + duplicated ==
+    /// delivered_packets + dropped()`).
+    pub duplicated: u64,
     /// Drops per link (overflow + random).
     pub dropped_at: BTreeMap<LinkId, u64>,
     /// Sum of one-way delays (`deliver - sent_at`) of delivered packets, µs.

@@ -117,6 +117,13 @@ impl Topology {
         if !(0.0..=1.0).contains(&config.loss) {
             return Err(TopologyError::InvalidLoss { from, to });
         }
+        let c = &config;
+        if !(0.0..=1.0).contains(&c.reorder) || (c.reorder > 0.0 && c.reorder_delay.is_zero()) {
+            return Err(TopologyError::InvalidReorder { from, to });
+        }
+        if !(0.0..=1.0).contains(&c.duplicate) {
+            return Err(TopologyError::InvalidDuplicate { from, to });
+        }
         self.links.push(LinkSpec { from, to, config });
         Ok(LinkId((self.links.len() - 1) as u32))
     }
@@ -326,6 +333,29 @@ mod tests {
             t.add_link(a, b, fast().with_loss(f64::NAN)),
             Err(TopologyError::InvalidLoss { from: a, to: b })
         );
+        let ms = Duration::from_millis(1);
+        for bad in [
+            fast().with_reorder(-0.1, ms),
+            fast().with_reorder(f64::NAN, ms),
+            fast().with_reorder(0.1, Duration::ZERO),
+        ] {
+            assert_eq!(
+                t.add_link(a, b, bad),
+                Err(TopologyError::InvalidReorder { from: a, to: b })
+            );
+        }
+        for p in [1.01, f64::NAN] {
+            assert_eq!(
+                t.add_link(a, b, fast().with_duplicate(p)),
+                Err(TopologyError::InvalidDuplicate { from: a, to: b })
+            );
+        }
+        assert!(t.add_link(a, b, fast().with_reorder(1.0, ms)).is_ok());
+        assert!(
+            t.add_link(a, b, fast().with_reorder(0.0, Duration::ZERO))
+                .is_ok()
+        );
+        assert!(t.add_link(a, b, fast().with_duplicate(1.0)).is_ok());
         assert_eq!(t.add_link(a, a, fast()), Err(TopologyError::SelfLoop(a)));
     }
 

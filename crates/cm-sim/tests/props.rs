@@ -1,4 +1,5 @@
-//! Property tests: packet conservation and queue limits.
+//! Property tests: packet conservation and queue limits, with and without
+//! reordering and duplication.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -56,5 +57,41 @@ proptest! {
         }
         prop_assert!(ls.utilization() <= 1.0 + 1e-9);
         prop_assert_eq!(sim.link_queue_len(bottleneck), Some(0));
+    }
+
+    /// With reordering and duplication: every packet and every copy is
+    /// delivered or dropped exactly once, and the copies the flows count
+    /// are the ones the bottleneck made.
+    #[test]
+    fn copies_are_conserved_under_reordering_and_duplication(
+        seed in any::<u64>(),
+        flows in 1usize..4,
+        bw in 100_000u64..20_000_000,
+        queue in queue_limit(),
+        loss in 0.0f64..0.3,
+        reorder in 0.0f64..=1.0,
+        extra_ms in 1u64..50,
+        duplicate in 0.0f64..=1.0,
+        interval in 200u64..20_000,
+        count in 1u64..200,
+    ) {
+        let cfg = LinkConfig::new(bw, Duration::from_millis(5), queue)
+            .with_loss(loss)
+            .with_reorder(reorder, Duration::from_millis(extra_ms))
+            .with_duplicate(duplicate);
+        let d = bell(flows, cfg);
+        let bottleneck = d.bottleneck;
+        let (mut sim, _) = cbr_sim(d, seed, 1000, interval, count);
+        sim.run_until_idle();
+        let mut copies = 0;
+        for i in 0..flows {
+            let f = sim.flow_stats(FlowTag(i as u32 + 1)).unwrap();
+            prop_assert_eq!(f.sent_packets + f.duplicated, f.delivered_packets + f.dropped());
+            copies += f.duplicated;
+        }
+        let ls = sim.link_stats(bottleneck).unwrap();
+        prop_assert_eq!(ls.duplicated, copies);
+        prop_assert!(ls.reordered + ls.dropped_random <= ls.sent_packets);
+        prop_assert_eq!(sim.pending_events(), 0);
     }
 }

@@ -5,8 +5,10 @@
 //! |---|---|
 //! | `topology` | namespaces, veths, addresses, routes, the `tbf` bottleneck |
 //! | `loss` | the random-loss BPF filter at the receiver's ingress |
+//! | `impair` | reordering and duplication in the delay box |
 //! | `stats` | bottleneck and delay-box counters |
 
+mod impair;
 mod loss;
 mod stats;
 mod topology;
@@ -75,10 +77,15 @@ struct Inner {
     created: Vec<String>,
     delay_box: Option<DelayBox>,
     loss: f64,
+    /// Reordering probability and extra delay now in force.
+    reorder: (f64, std::time::Duration),
+    /// Duplication probability now in force.
+    duplicate: f64,
     torn_down: bool,
 }
 
-/// An emulated path: sender → router (tbf) → delay box → receiver (random loss).
+/// An emulated path: sender → router (tbf) → delay box (delay, reordering,
+/// duplication) → receiver (random loss).
 ///
 /// Dropping it tears everything down (namespaces, veths, TUNs, qdiscs, the delay box
 /// thread); [`Path::teardown`] does the same and reports errors.
@@ -131,6 +138,8 @@ impl Path {
                 created: Vec::new(),
                 delay_box: None,
                 loss: 0.0,
+                reorder: (0.0, std::time::Duration::ZERO),
+                duplicate: 0.0,
                 torn_down: false,
             }),
         };

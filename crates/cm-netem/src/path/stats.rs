@@ -35,6 +35,15 @@ pub struct PathStats {
     pub delay_box: DelayBoxStats,
     /// Current loss probability.
     pub loss: f64,
+    /// Current reorder probability (forward packets held back by `reorder_delay`).
+    #[serde(default)]
+    pub reorder: f64,
+    /// Current extra delay of a held-back packet.
+    #[serde(default)]
+    pub reorder_delay: std::time::Duration,
+    /// Current duplicate probability (forward packets written twice).
+    #[serde(default)]
+    pub duplicate: f64,
 }
 impl Path {
     fn qdisc_stats(&self, dev: &str) -> Result<QdiscStats> {
@@ -91,6 +100,9 @@ impl Path {
             reverse_bottleneck,
             delay_box,
             loss: inner.loss,
+            reorder: inner.reorder.0,
+            reorder_delay: inner.reorder.1,
+            duplicate: inner.duplicate,
         })
     }
 }

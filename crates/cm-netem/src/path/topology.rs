@@ -71,6 +71,8 @@ impl Path {
 
         let dbox = DelayBox::start(&rtr, self.config.one_way_delay)?;
         self.lock().delay_box = Some(dbox);
+        self.set_reorder(self.config.reorder, self.config.reorder_delay)?;
+        self.set_duplicate(self.config.duplicate)?;
         fail(BuildStep::DelayBox)?;
         for t in [TUN_FORWARD, TUN_REVERSE] {
             ip(&rtr, &["link", "set", t, "txqueuelen", "1000", "up"])?;

@@ -19,13 +19,13 @@ const RATE_PAYLOAD: usize = 1200;
 const PROBE_PAYLOAD: usize = 32;
 /// The fastest the loss phase sends, whatever the rate (what 2 cores sustain through
 /// the whole path with room to spare).
-const LOSS_MAX_PPS: f64 = 40_000.0;
+pub(super) const LOSS_MAX_PPS: f64 = 40_000.0;
 /// Absolute floor of the delay tolerance (see [`DelayCheck::pass`]).
 const DELAY_FLOOR_S: f64 = 200e-6;
 
 /// Connect `snd` to `rcv` and give `rcv` the short read timeout the
 /// counting receiver polls with.
-fn connect_pair(snd: &std::net::UdpSocket, rcv: &std::net::UdpSocket) -> Result<()> {
+pub(super) fn connect_pair(snd: &std::net::UdpSocket, rcv: &std::net::UdpSocket) -> Result<()> {
     let to = rcv.local_addr().io_context(|| "receiver socket address")?;
     snd.connect(to)
         .io_context(|| format!("connecting to {to}"))?;

@@ -1,17 +1,22 @@
-//! The self-test: measure a built path's one-way delay, rate and loss with real UDP
-//! sockets in the sender and receiver namespaces and compare with the configuration.
+//! The self-test: measure a built path's one-way delay, rate and loss (and its
+//! reordering and duplication, when configured) with real UDP sockets in the sender
+//! and receiver namespaces and compare with the configuration. Each phase runs with
+//! only the impairment it measures switched on.
 //!
 //! | module | what |
 //! |---|---|
-//! | `measure` | the three phases: UDP ping-pong, a paced flood, a loss sample |
+//! | `measure` | the first three phases: UDP ping-pong, a paced flood, a loss sample |
+//! | `reorder` | the fourth: sequence-numbered datagrams, late and repeated arrivals |
 //! | `traffic` | the sockets: binding in a namespace, paced sending, counting arrivals |
 //! | `confidence` | the Wilson interval and the sample size the loss phase needs |
 
 mod confidence;
 mod measure;
+mod reorder;
 mod traffic;
 
 pub use confidence::{loss_samples_needed, wilson_interval};
+pub use reorder::{FractionCheck, ReorderCheck};
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -35,6 +40,14 @@ pub struct SelfTestOptions {
     pub rate_duration: Duration,
     /// Most time the loss phase may take; decides which loss rule applies.
     pub loss_budget: Duration,
+    /// Most time the reordering and duplication phase may take (run only when the
+    /// path reorders or duplicates); decides which rule applies, as for loss.
+    #[serde(default = "default_budget")]
+    pub reorder_budget: Duration,
+}
+
+fn default_budget() -> Duration {
+    Duration::from_secs(15)
 }
 
 impl Default for SelfTestOptions {
@@ -42,7 +55,8 @@ impl Default for SelfTestOptions {
         SelfTestOptions {
             tolerance: 0.05,
             rate_duration: Duration::from_secs(2),
-            loss_budget: Duration::from_secs(15),
+            loss_budget: default_budget(),
+            reorder_budget: default_budget(),
         }
     }
 }
@@ -156,7 +170,7 @@ pub struct LossCheck {
     pub pass: bool,
 }
 
-/// Configured vs measured for delay, rate and loss.
+/// Configured vs measured for delay, rate, loss, and reordering and duplication.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SelfTestReport {
     /// The path's configuration.
@@ -169,6 +183,9 @@ pub struct SelfTestReport {
     pub rate: RateCheck,
     /// Loss phase.
     pub loss: LossCheck,
+    /// Reordering and duplication phase; `None` when the path does neither.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder: Option<ReorderCheck>,
     /// Delay box counters at the end.
     pub delay_box: DelayBoxStats,
     /// Every check passed.
@@ -236,12 +253,54 @@ impl fmt::Display for SelfTestReport {
             l.pps
         )?;
         writeln!(f, "         rule: {}", l.rule)?;
+        if let Some(o) = &self.reorder {
+            let line = |f: &mut fmt::Formatter<'_>, what: &str, c: &FractionCheck| {
+                writeln!(
+                    f,
+                    "  {what} {}  configured {:.4}%, expected {:.4}%, measured {:.4}% ({:+.2}%), 99.9% CI [{:.4}%, {:.4}%], {} of {} received; rule: {}",
+                    verdict(c.pass),
+                    c.configured * 100.0,
+                    c.expected * 100.0,
+                    c.measured * 100.0,
+                    c.rel_error * 100.0,
+                    c.ci_low * 100.0,
+                    c.ci_high * 100.0,
+                    c.count,
+                    o.received,
+                    fraction_rule(c.rule),
+                )
+            };
+            line(f, "reorder", &o.reordered)?;
+            line(f, "dup    ", &o.duplicated)?;
+            writeln!(
+                f,
+                "         reorder delay {:.3} ms; {} sent at {:.0} pkt/s, {} held back and {} copies written by the delay box, {} socket-buffer drops, {} bottleneck drops",
+                o.reorder_delay_ms,
+                o.sent,
+                o.pps,
+                o.held_back,
+                o.copies_written,
+                o.rcvbuf_errors,
+                o.bottleneck_drops
+            )?;
+        }
         let fw = &self.delay_box.forward;
         write!(
             f,
             "  delay box forward: {} pkts, {} dropped, max {} queued, late by {:.1} µs mean / {:.1} µs max",
             fw.packets, fw.dropped, fw.max_queued, fw.mean_late_us, fw.max_late_us
         )
+    }
+}
+
+/// [`LossRule`] worded for a reordered or duplicated fraction.
+fn fraction_rule(r: LossRule) -> &'static str {
+    match r {
+        LossRule::Zero => "configured 0: none may be counted",
+        LossRule::WithinTolerance => "|measured - expected| <= tolerance x expected",
+        LossRule::ConfidenceInterval => {
+            "sample too small for the tolerance: 99.9% CI must contain expected"
+        }
     }
 }
 
@@ -261,24 +320,55 @@ pub enum SelfTestError {
 #[error("emulated path failed its self-test:\n{0}")]
 pub struct SelfTestFailed(pub Box<SelfTestReport>);
 
-/// Restores the configured loss when a phase that ran without loss ends (or fails).
-struct LossGuard<'a> {
-    path: &'a Path,
+/// The impairments of a path: loss, reordering, duplication.
+#[derive(Clone, Copy)]
+struct Impairments {
     loss: f64,
+    reorder: (f64, Duration),
+    duplicate: f64,
 }
 
-impl Drop for LossGuard<'_> {
+impl Impairments {
+    const NONE: Impairments = Impairments {
+        loss: 0.0,
+        reorder: (0.0, Duration::ZERO),
+        duplicate: 0.0,
+    };
+
+    fn of(path: &Path) -> Impairments {
+        Impairments {
+            loss: path.loss(),
+            reorder: path.reorder(),
+            duplicate: path.duplicate(),
+        }
+    }
+
+    fn apply(self, path: &Path) -> Result<()> {
+        path.set_loss(self.loss)?;
+        path.set_reorder(self.reorder.0, self.reorder.1)?;
+        path.set_duplicate(self.duplicate)
+    }
+}
+
+/// Restores the impairments in force before the self-test when it ends (or fails).
+struct RestoreGuard<'a> {
+    path: &'a Path,
+    saved: Impairments,
+}
+
+impl Drop for RestoreGuard<'_> {
     fn drop(&mut self) {
         if !self.path.is_torn_down() {
-            let _ = self.path.set_loss(self.loss);
+            let _ = self.saved.apply(self.path);
         }
     }
 }
 
 impl Path {
-    /// Measure the path (delay, rate, loss); `Err` with every number when any is more
-    /// than 5 % off (see [`SelfTestReport`]). Takes a few seconds plus up to 15 s for
-    /// the loss phase. Do not send other traffic over the path meanwhile.
+    /// Measure the path (delay, rate, loss, and reordering and duplication when
+    /// configured); `Err` with every number when any is more than 5 % off (see
+    /// [`SelfTestReport`]). Takes a few seconds plus up to 15 s for the loss phase
+    /// and, for a path that reorders or duplicates, up to 15 s more. Do not send other traffic over the path meanwhile.
     pub fn self_test(&self) -> Result<SelfTestReport, SelfTestError> {
         let report = self.self_test_report(&SelfTestOptions::default())?;
         if report.pass {
@@ -293,11 +383,9 @@ impl Path {
     pub fn self_test_report(&self, opts: &SelfTestOptions) -> Result<SelfTestReport> {
         let started = Instant::now();
         let cfg = self.config().clone();
-        let guard = LossGuard {
-            path: self,
-            loss: self.loss(),
-        };
-        self.set_loss(0.0)?;
+        let saved = Impairments::of(self);
+        let _guard = RestoreGuard { path: self, saved };
+        Impairments::NONE.apply(self)?;
         let phase = |phase: &'static str| {
             move |e: NetemError| NetemError::Phase {
                 phase,
@@ -306,16 +394,27 @@ impl Path {
         };
         let delay = self.measure_delay(opts).map_err(phase("delay"))?;
         let rate = self.measure_rate(opts).map_err(phase("rate"))?;
-        drop(guard); // restores the configured loss
+        let loss_only = Impairments {
+            loss: saved.loss,
+            ..Impairments::NONE
+        };
+        loss_only.apply(self)?;
         let loss = self.measure_loss(opts).map_err(phase("loss"))?;
+        let reorder = if saved.reorder.0 > 0.0 || saved.duplicate > 0.0 {
+            Impairments { loss: 0.0, ..saved }.apply(self)?;
+            Some(self.measure_reorder(opts).map_err(phase("reorder"))?)
+        } else {
+            None
+        };
         let delay_box = self.stats()?.delay_box;
-        let pass = delay.pass && rate.pass && loss.pass;
+        let pass = delay.pass && rate.pass && loss.pass && reorder.as_ref().is_none_or(|r| r.pass);
         Ok(SelfTestReport {
             config: cfg,
             tolerance: opts.tolerance,
             delay,
             rate,
             loss,
+            reorder,
             delay_box,
             pass,
             seconds: started.elapsed().as_secs_f64(),

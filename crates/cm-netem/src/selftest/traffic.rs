@@ -120,3 +120,25 @@ pub(super) fn receive_until(
         }
     }
 }
+
+/// Receive until `stop` is set and the socket has been quiet for its read timeout;
+/// returns the big-endian `u64` sequence number at the start of each datagram, in
+/// arrival order (shorter datagrams are skipped).
+pub(super) fn receive_seqs(sock: UdpSocket, stop: Arc<AtomicBool>) -> Vec<u64> {
+    let mut buf = vec![0u8; 65536];
+    let mut seqs = Vec::new();
+    loop {
+        match sock.recv(&mut buf) {
+            Ok(n) => {
+                if let Some(b) = buf.get(..n).and_then(|b| b.first_chunk::<8>()) {
+                    seqs.push(u64::from_be_bytes(*b));
+                }
+            }
+            Err(_) => {
+                if stop.load(Ordering::Relaxed) {
+                    return seqs;
+                }
+            }
+        }
+    }
+}

@@ -167,6 +167,7 @@ fn run_emulated(args: &DemoArgs, rate: u64, delay: StdDuration, queue_bytes: u64
         queue: cm_netem::Queue::Bytes(queue_bytes),
         loss: 0.0,
         reverse_rate_bps: None,
+        ..cm_netem::PathConfig::default()
     };
     let _ = cm_netem::sweep_stale();
     let path = cm_netem::Path::build(cfg)?;
