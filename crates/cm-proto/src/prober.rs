@@ -585,9 +585,11 @@ impl Prober {
                 f.lost_seen = e.lost;
             }
             self.packets_lost += u64::from(new_lost);
-            if upto <= f.resolved && new_lost == 0 {
-                continue;
-            }
+            // A flow with nothing new since the last response (no data
+            // sent between the two probes) is reported too, with zero
+            // bytes: a response closes the open loop whatever it resolves
+            // (§4.4 ages only when no response arrives), and its interval
+            // may carry bytes received late, which §4.2.2's undo counts.
             let nsent = upto.saturating_sub(f.resolved);
             let nrecd = f.peer_bytes.min(upto).saturating_sub(f.credited).min(nsent);
             f.resolved = f.resolved.max(upto);

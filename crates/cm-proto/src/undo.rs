@@ -53,6 +53,13 @@ impl ReorderUndo {
         Self::default()
     }
 
+    /// Whether a stored period is open: a decrease made now may still be
+    /// undone. When it closes without an [`Verdict::Undo`], the decreases
+    /// made in it were real (the caller may forget its checkpoint).
+    pub fn storing(&self) -> bool {
+        self.storing
+    }
+
     fn may_decrease(&self, now: Instant, rtt: Duration) -> bool {
         self.last_decrease
             .is_none_or(|t| now.saturating_since(t) >= rtt)
