@@ -13,6 +13,7 @@
 //! |---|---|
 //! | [`hosts`] | the CM host (TCP/CM, NewReno, CBR, audio, web sources) and the receiver |
 //! | [`alf`] | the ALF (CC-UDP) sender and receiver on the simulator |
+//! | [`probe`] | probe-driven CM hosts: the CM protocol (`cm-proto`) between a sender CM and a receiver CM |
 //! | [`scenario`] | a scenario as TOML: bottleneck, access links, flows |
 //! | [`simulate`] | runs a scenario and summarises it ([`simulate::ScenarioResult`]) |
 //! | [`experiments`] | the papers' experiments: `aging/`, `layered_audio/`, `scheduler/` (each a report module plus its `simulation`), `tcp_friendly`, `sharing`, `web4`, `seq_trace` |
@@ -41,6 +42,7 @@ pub mod alf;
 pub mod experiments;
 pub mod hosts;
 pub mod plot;
+pub mod probe;
 pub mod progress;
 pub mod scenario;
 pub mod seeded;

@@ -16,6 +16,7 @@ use crate::scenario::{Bottleneck, Scenario, ScenarioError};
 pub mod aging;
 pub mod bw_estimate;
 pub mod layered_audio;
+pub mod probing;
 pub mod scalability_ideal;
 pub mod scalability_t1;
 pub mod scheduler;
@@ -153,6 +154,21 @@ pub const EXPERIMENTS: &[(&str, &str, RunFn)] = &[
         "tfrc-friendly",
         "RFC 5348 control: TFRC-controlled TCP/CM vs NewReno over the tcp-friendly grid",
         tfrc_friendly::run,
+    ),
+    (
+        "probe-frequency",
+        "sigcomm1999 §4.2.1: probe-driven CM, loss estimate and TCP-friendliness vs probes per RTT",
+        probing::frequency::run,
+    ),
+    (
+        "reordering",
+        "sigcomm1999 §4.2.2-4.3: probe-driven CM under reordering/duplication, header vs undo vs naive",
+        probing::reordering::run,
+    ),
+    (
+        "aging-probes",
+        "sigcomm1999 §4.4: aging half-life, minimum RTT vs srtt, with probe feedback and lost responses",
+        aging::probes::run,
     ),
 ];
 

@@ -12,6 +12,7 @@
 //! The simulation of one run is in [`simulation`]; this module sweeps it
 //! and reports the experiment.
 
+pub mod probes;
 pub mod simulation;
 
 use std::fmt::Write as _;
