@@ -106,6 +106,11 @@ pub(crate) struct Macroflow {
     /// The controller as it was before a reduction that may prove false
     /// (sigcomm1999 §4.2.2; `CongestionManager::checkpoint`).
     pub checkpoint: Option<AnyController>,
+    /// How long a byte waits for the report that resolves it beyond an
+    /// ACK-clocked flow's round trip, in thousandths of an RTT, when the
+    /// feedback comes in batches (probe responses, sigcomm1999 §4.2.1);
+    /// `None`: per-packet acknowledgements.
+    pub feedback_lag: Option<u16>,
 }
 
 impl Macroflow {
@@ -140,6 +145,7 @@ impl Macroflow {
             created: now,
             capacity: None,
             checkpoint: None,
+            feedback_lag: None,
             filter: CapacityFilter::default(),
         }
     }
@@ -166,9 +172,20 @@ impl Macroflow {
     }
 
     /// Room in the window for new grants (closed-loop mode).
+    ///
+    /// With batched feedback a byte stays "in flight" until the report
+    /// after it: `feedback_lag` (a fraction f of an RTT) longer than under
+    /// per-packet acknowledgements (f = 1/(2n) for n probes per RTT, a
+    /// quarter at the paper's two). A window-limited sender would then run
+    /// at window / (RTT (1 + f)) instead of window / RTT, the rate TCP's
+    /// window and the TCP-friendly equation assume. The window check
+    /// allows that lag's worth more, window × f (at most one window), so a
+    /// silent peer still stops the sender.
     pub fn window_space(&self) -> Bytes {
-        self.controller
-            .window()
-            .saturating_sub(self.in_flight + self.reserved)
+        let w = self.controller.window();
+        let lag = self.feedback_lag.map_or(Bytes::ZERO, |f| {
+            Bytes(w.get().saturating_mul(u64::from(f.min(1000))) / 1000)
+        });
+        (w + lag).saturating_sub(self.in_flight + self.reserved)
     }
 }

@@ -147,7 +147,7 @@ pub fn default_socket_path() -> std::path::PathBuf {
 /// controller and capacity of a macroflow to [`MacroflowStat`] (and the
 /// `SetController`, `SetCapacity`, `Done` and `Refused` messages);
 /// version 3 the CM protocol's peer state of a flow to [`FlowStat`] (and
-/// `SetPeer`).
+/// `SetPeer`, `SetFeedbackLag`).
 pub const VERSION: u8 = 3;
 
 /// Frame magic, "CM" read as a little-endian u16.

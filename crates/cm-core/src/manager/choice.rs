@@ -87,6 +87,29 @@ impl CongestionManager {
         Ok(true)
     }
 
+    /// Tell macroflow `mf` that its feedback comes in batches (the CM
+    /// protocol's probe responses, sigcomm1999 §4.2.1) and resolves a byte
+    /// on average `lag_per_mille` thousandths of an RTT later than
+    /// per-packet acknowledgements would (500 / n for n probes per RTT);
+    /// `None` returns to per-packet feedback. The window check allows for
+    /// the lag, so the macroflow sends at window / RTT as an ACK-clocked
+    /// flow with the same window would; the allowance is at most one
+    /// window. The setting is per macroflow: the last caller's holds.
+    pub fn set_feedback_lag(
+        &mut self,
+        now: Instant,
+        mf: MacroflowId,
+        lag_per_mille: Option<u16>,
+    ) -> Result<(), Error> {
+        let now = self.tick(now);
+        let m = self.macroflow_mut(mf)?;
+        if m.feedback_lag != lag_per_mille {
+            m.feedback_lag = lag_per_mille;
+            self.after_change(now, mf);
+        }
+        Ok(())
+    }
+
     /// Forget macroflow `mf`'s checkpoint: its reductions were real.
     pub fn commit_reduction(&mut self, mf: MacroflowId) -> Result<(), Error> {
         self.macroflow_mut(mf)?.checkpoint = None;

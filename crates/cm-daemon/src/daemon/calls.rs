@@ -120,6 +120,7 @@ impl Daemon {
             }
             ToDaemon::SetController { seq, spec, .. } => self.set_controller(now, seq, flow, &spec),
             ToDaemon::SetCapacity { capacity, .. } => self.set_capacity(now, flow, capacity),
+            ToDaemon::SetFeedbackLag { lag, .. } => self.set_feedback_lag(now, flow, lag),
             ToDaemon::SetPeer { peer, .. } => {
                 match peer {
                     Some(p) => self.peers.insert(flow_raw, p),

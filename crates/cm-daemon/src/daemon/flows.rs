@@ -169,4 +169,16 @@ impl Daemon {
         let rate = capacity.map(Rate::from_bytes_per_sec);
         done(self.core.set_capacity(now, mf, rate))
     }
+
+    /// `SetFeedbackLag`: the flow's feedback comes in batches; the
+    /// macroflow's window allows for the lag.
+    pub(super) fn set_feedback_lag(
+        &mut self,
+        now: cm_core::Instant,
+        flow: FlowId,
+        lag: Option<u16>,
+    ) -> Reply {
+        let mf = self.core.macroflow_of(flow).map_err(|e| code_of(&e))?;
+        done(self.core.set_feedback_lag(now, mf, lag))
+    }
 }

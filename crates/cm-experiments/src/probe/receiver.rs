@@ -90,7 +90,9 @@ impl Host<ProbePacket> for ProbeReceiver {
                         r.headed += 1;
                         self.buf.clear();
                         self.buf.extend_from_slice(h);
-                        self.buf.resize(h.len() + *len as usize, 0);
+                        // `len` is the whole datagram, header included, as
+                        // the sender notified the CM of it.
+                        self.buf.resize((*len as usize).max(h.len()), 0);
                         self.endpoint.on_datagram(now, now, from, &self.buf);
                     }
                     None if self.headerless => {

@@ -191,6 +191,14 @@ impl ProbeSender {
                 }
             };
             let _ = self.cm.set_weight(now, flow, app.weight);
+            // The flow's feedback comes from probe responses (sigcomm1999
+            // §4.2.1): let the window allow for their batching.
+            if let (Some(p), Ok(mf)) = (self.endpoint.prober(&app.dst), self.cm.macroflow_of(flow))
+            {
+                let _ = self
+                    .cm
+                    .set_feedback_lag(now, mf, Some(p.feedback_lag_per_mille()));
+            }
             // Keep a few MTUs requested so the app is always backlogged.
             let _ = self.cm.request_mtus(now, flow, 4);
             app.flow = Some(flow);

@@ -126,6 +126,11 @@ pub fn to_daemon() -> Vec<ToDaemon> {
             flow: 7,
             peer: None,
         },
+        ToDaemon::SetFeedbackLag {
+            flow: 7,
+            lag: Some(250),
+        },
+        ToDaemon::SetFeedbackLag { flow: 7, lag: None },
         ToDaemon::SetCapacity {
             flow: 7,
             capacity: Some(1_250_000),

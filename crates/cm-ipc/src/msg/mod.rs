@@ -180,6 +180,17 @@ pub enum ToDaemon {
         /// Bytes per second.
         capacity: Option<u64>,
     },
+    /// The flow's feedback comes in batches (CM protocol probe responses)
+    /// and resolves a byte this many thousandths of an RTT later than
+    /// per-packet acknowledgements (`None`: per-packet); the macroflow's
+    /// window allows for it (`CongestionManager::set_feedback_lag`). No
+    /// reply.
+    SetFeedbackLag {
+        /// The flow.
+        flow: u64,
+        /// Thousandths of an RTT.
+        lag: Option<u16>,
+    },
     /// What the CM protocol knows of the flow's peer, for `cm stat`
     /// (`None` forgets it). No reply.
     SetPeer {
@@ -226,6 +237,7 @@ impl ToDaemon {
             | ToDaemon::SetWeight { .. }
             | ToDaemon::SetCapacity { .. }
             | ToDaemon::SetPeer { .. }
+            | ToDaemon::SetFeedbackLag { .. }
             | ToDaemon::SocketDoorbell { .. } => None,
         }
     }
@@ -248,7 +260,8 @@ impl ToDaemon {
             | ToDaemon::SetWeight { flow, .. }
             | ToDaemon::SetController { flow, .. }
             | ToDaemon::SetCapacity { flow, .. }
-            | ToDaemon::SetPeer { flow, .. } => Some(flow),
+            | ToDaemon::SetPeer { flow, .. }
+            | ToDaemon::SetFeedbackLag { flow, .. } => Some(flow),
             ToDaemon::Hello { .. }
             | ToDaemon::Open { .. }
             | ToDaemon::Stat { .. }

@@ -190,6 +190,19 @@ impl Prober {
         }
     }
 
+    /// How much later than per-packet acknowledgements a byte is resolved
+    /// by this prober's responses, in thousandths of an RTT: it waits on
+    /// average half a probe interval for the next probe, 500 / n for n
+    /// probes per RTT (for `CongestionManager::set_feedback_lag`).
+    pub fn feedback_lag_per_mille(&self) -> u16 {
+        let n = if self.cfg.probes_per_rtt > 0.0 {
+            self.cfg.probes_per_rtt
+        } else {
+            2.0
+        };
+        (500.0 / n).round().clamp(0.0, 1000.0) as u16
+    }
+
     /// Minimum RTT of probes.
     pub fn min_rtt(&self) -> Option<Duration> {
         self.rtt.min_rtt()

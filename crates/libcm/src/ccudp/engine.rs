@@ -82,6 +82,9 @@ impl CcUdpSocket {
                 cm.set_weight(flow, u32::from(h.weight)).map_err(cm_err)?;
             }
         }
+        if let Some(lag) = self.proto.lag_change() {
+            cm.set_feedback_lag(flow, lag).map_err(cm_err)?;
+        }
         if let Some(p) = self.proto.peer_report(cm_clock::now()) {
             cm.set_peer(flow, Some(p)).map_err(cm_err)?;
         }

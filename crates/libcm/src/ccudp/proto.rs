@@ -81,6 +81,8 @@ pub(super) struct Proto {
     pub cfg: ProberConfig,
     /// What was last reported to the CM for `cm stat`, and when.
     pub reported: Option<(cm_ipc::PeerStat, Instant)>,
+    /// The feedback lag last set on the flow's macroflow.
+    pub lag: Option<u16>,
 }
 
 impl Proto {
@@ -95,6 +97,7 @@ impl Proto {
             refused: 0,
             cfg: ProberConfig::default(),
             reported: None,
+            lag: None,
         }
     }
 
@@ -220,6 +223,21 @@ impl Proto {
                 reports.push(r);
             }
         }
+    }
+
+    /// The feedback lag the flow's macroflow should run with, if it changed:
+    /// the probes' lag while negotiated, none otherwise (the acks of
+    /// CC-UDP resolve each datagram).
+    pub fn lag_change(&mut self) -> Option<Option<u16>> {
+        let want = self
+            .prober
+            .as_ref()
+            .filter(|p| p.state() == cm_proto::PeerState::Negotiated)
+            .map(Prober::feedback_lag_per_mille);
+        (want != self.lag).then(|| {
+            self.lag = want;
+            want
+        })
     }
 
     /// The peer's state for `cm stat`, if it is due to be reported: on

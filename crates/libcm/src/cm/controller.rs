@@ -79,6 +79,31 @@ impl Cm {
     }
 }
 
+impl Cm {
+    /// `flow`'s feedback comes in batches (the CM protocol's probe
+    /// responses) and resolves a byte `lag_per_mille` thousandths of an RTT
+    /// later than per-packet acknowledgements would; `None`: per-packet.
+    /// The macroflow's window allows for the lag
+    /// (`CongestionManager::set_feedback_lag`). `CcUdpSocket` sets it when
+    /// its peer negotiates the protocol. Fire-and-forget in daemon mode.
+    pub fn set_feedback_lag(
+        &mut self,
+        flow: FlowId,
+        lag_per_mille: Option<u16>,
+    ) -> Result<(), CmError> {
+        self.fire(
+            |core, now| {
+                let mf = core.macroflow_of(flow)?;
+                core.set_feedback_lag(now, mf, lag_per_mille)
+            },
+            || ToDaemon::SetFeedbackLag {
+                flow: flow.to_u64(),
+                lag: lag_per_mille,
+            },
+        )
+    }
+}
+
 /// The text the daemon is sent for `cfg`: one that parses back to exactly
 /// `cfg` and fits the message.
 fn wire_spec(cfg: &ControllerConfig) -> Result<String, CmError> {

@@ -213,6 +213,11 @@ impl Message for ToDaemon {
                 put_peer(&mut w, peer);
                 0x15
             }
+            ToDaemon::SetFeedbackLag { flow, lag } => {
+                w.u64(flow);
+                w.opt_u64(lag.map(u64::from));
+                0x16
+            }
         }
     }
 
@@ -294,6 +299,15 @@ impl Message for ToDaemon {
             0x15 => ToDaemon::SetPeer {
                 flow: r.u64()?,
                 peer: get_peer(&mut r)?,
+            },
+            0x16 => ToDaemon::SetFeedbackLag {
+                flow: r.u64()?,
+                lag: match r.opt_u64("feedback lag without its flag")? {
+                    None => None,
+                    Some(v) => {
+                        Some(u16::try_from(v).map_err(|_| DecodeError::Invalid("feedback lag"))?)
+                    }
+                },
             },
             t => return Err(DecodeError::UnknownTag(t)),
         };
