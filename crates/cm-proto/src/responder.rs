@@ -62,6 +62,8 @@ pub struct Responder {
     flows: HashMap<u32, FlowRx>,
     /// Hints set before the flow's first packet.
     pending_hints: HashMap<u32, Hint>,
+    /// The hint for every flow without one of its own.
+    default_hint: Hint,
     /// Data packets counted.
     pub data_packets: u64,
     /// Probes answered.
@@ -111,7 +113,10 @@ impl Responder {
                     return Err(Refusal::TooManyFlows);
                 }
             }
-            let hint = self.pending_hints.remove(&flow).unwrap_or_default();
+            let hint = self
+                .pending_hints
+                .remove(&flow)
+                .unwrap_or(self.default_hint);
             self.flows.insert(
                 flow,
                 FlowRx {
@@ -207,6 +212,19 @@ impl Responder {
                 if self.pending_hints.len() < MAX_FLOWS {
                     self.pending_hints.insert(flow, hint);
                 }
+            }
+        }
+    }
+
+    /// The receiving application's hint for every flow from this sender
+    /// that has none of its own (a socket that receives one flow does not
+    /// know its number in advance).
+    pub fn set_default_hint(&mut self, hint: Hint) {
+        let old = self.default_hint;
+        self.default_hint = hint;
+        for f in self.flows.values_mut() {
+            if f.hint == old {
+                f.hint = hint;
             }
         }
     }

@@ -300,3 +300,24 @@ fn stat_shows_the_peer_cm() {
         assert!(rf.peer.is_none());
     }
 }
+
+/// A receiver's hint (the Hints Dispatcher): the weight it asks for
+/// travels back in responses and the sender's scheduler applies it, so of
+/// two sending flows to one host the hinted one gets three times the share
+/// (the receiving sockets are flows of the same macroflow too, weight 1).
+#[test]
+fn a_receiver_hint_sets_the_senders_weight() {
+    let cm = shared();
+    let (mut a1, mut b1) = pair(&cm);
+    let (mut a2, mut b2) = pair(&cm);
+    b1.set_receiver_hint(3, 0);
+    pump(&mut a1, &mut b1, 50, Duration::from_secs(2));
+    pump(&mut a2, &mut b2, 50, Duration::from_secs(2));
+    let stat = cm.borrow_mut().stat().unwrap();
+    let share = |s: &CcUdpSocket| {
+        let id = s.flow().unwrap().to_u64();
+        stat.flows.iter().find(|f| f.id == id).unwrap().share
+    };
+    let (s1, s2) = (share(&a1), share(&a2));
+    assert!((s1 / s2 - 3.0).abs() < 1e-9, "{s1} {s2}");
+}

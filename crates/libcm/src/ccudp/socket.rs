@@ -237,6 +237,19 @@ impl CcUdpSocket {
         self.proto.cfg = cfg;
     }
 
+    /// As the receiver: a preference for the peer's flow to this socket
+    /// (the Hints Dispatcher, sigcomm1999 §2 Fig 3), carried back in probe
+    /// responses. The sender applies the weight to its flow in its
+    /// macroflow's scheduler (`set_weight`); the rate is carried and
+    /// reported but not enforced. Takes effect once the peer negotiated
+    /// the protocol.
+    pub fn set_receiver_hint(&mut self, weight: u16, rate_bytes_per_sec: u32) {
+        self.proto.responder.set_default_hint(cm_proto::Hint {
+            weight,
+            rate: rate_bytes_per_sec,
+        });
+    }
+
     /// Cap on bytes (headers included) waiting in the CM's queue for this
     /// socket (libcm's default: [`crate::DEFAULT_QUEUE_BYTES`]).
     pub fn set_send_queue_limit(&mut self, bytes: usize) -> io::Result<()> {
