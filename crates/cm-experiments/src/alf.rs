@@ -38,6 +38,15 @@ use cm_transport::ccudp::feedback::Accounting;
 use cm_transport::ccudp::receiver::{AckPolicy, AckState};
 use cm_transport::ccudp::wire::{self, Ack, DataHeader};
 
+/// The fake address app `i` of a sender host opens its flow to: one IP per
+/// destination node, so flows to the same host share a macroflow
+/// (cm-implementation-linux §2), and one port per app.
+pub(crate) fn app_addr(dst: NodeId, i: usize) -> Option<std::net::SocketAddr> {
+    format!("10.0.{}.{}:{}", dst.0 >> 8, dst.0 & 255, 5000 + i)
+        .parse()
+        .ok()
+}
+
 /// Why an ALF experiment could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum AlfError {
@@ -232,10 +241,9 @@ impl AlfSender {
             if app.flow.is_some() || app.start > now || app.open_error.is_some() {
                 continue;
             }
-            // Fake addresses: one per destination node, so flows to the same
-            // host share a macroflow (cm-implementation-linux §2).
-            let dst = format!("10.0.{}.{}:{}", app.dst.0 >> 8, app.dst.0 & 255, 5000 + i);
-            let Ok(addr) = dst.parse() else { continue };
+            let Some(addr) = app_addr(app.dst, i) else {
+                continue;
+            };
             let flow = match self.cm.open(now, self.client, OpenParams::to(addr)) {
                 Ok(f) => f,
                 Err(e) => {

@@ -179,10 +179,9 @@ impl ProbeSender {
             {
                 continue;
             }
-            // One fake address per destination node, so flows to the same
-            // host share a macroflow (cm-implementation-linux §2).
-            let dst = format!("10.0.{}.{}:{}", app.dst.0 >> 8, app.dst.0 & 255, 5000 + i);
-            let Ok(addr) = dst.parse() else { continue };
+            let Some(addr) = crate::alf::app_addr(app.dst, i) else {
+                continue;
+            };
             let flow = match self.cm.open(now, self.client, OpenParams::to(addr)) {
                 Ok(f) => f,
                 Err(e) => {
