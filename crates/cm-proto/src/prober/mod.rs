@@ -552,6 +552,26 @@ impl Prober {
             }
             self.packets_lost += u64::from(new_lost);
             if upto <= f.resolved && new_lost == 0 {
+                // Nothing new to resolve (nothing left between the probe
+                // answered before and this one), but the receiver answered:
+                // an empty report carries the RTT sample and tells the core
+                // that feedback is flowing, for §4.4 ages a macroflow only
+                // when no response comes within a round trip. Without it a
+                // window-limited flow whose data waits for the next probe
+                // looks silent for up to 1.5 RTTs and is aged (halved).
+                if let Some(r) = rtt_once.take() {
+                    self.reports.push_back(Report {
+                        flow,
+                        feedback: Feedback {
+                            nsent: Bytes::ZERO,
+                            nrecd: Bytes::ZERO,
+                            loss: LossMode::None,
+                            rtt: Some(r),
+                        },
+                        hint: None,
+                        interval,
+                    });
+                }
                 continue;
             }
             let nsent = upto.saturating_sub(f.resolved);
@@ -578,8 +598,16 @@ impl Prober {
                 interval,
             });
         }
-        if self.next_probe_at.is_none() && self.unresolved() {
-            self.next_probe_at = Some(now + self.probe_interval());
+        // The next probe goes at once, after the data this response lets
+        // the sender send (the driver sends it in the same pass): probes
+        // clocked by responses stay about two per RTT (§4.2.1) and in phase
+        // with the data. Left to the timer, a response arriving just after
+        // a probe would leave the data it releases unresolved until the
+        // probe after, half an RTT later, which slows a window-limited flow
+        // to about 2/3 of TCP's rate. The timer (srtt/2 after each probe)
+        // still covers lost probes and responses.
+        if self.unresolved() {
+            self.next_probe_at = Some(now);
         }
         Ok(())
     }
