@@ -13,12 +13,18 @@ use std::time::Duration;
 
 use crate::error::{RealError, Result};
 use cm_netem::{Node, Path, PathConfig};
-use cm_ttcp::{Receiver, ReceiverHandle, ReceiverOptions, Scheduled, SendSpec, Summary, Transport};
+use cm_ttcp::{
+    CcUdpReceiverOptions, Receiver, ReceiverHandle, ReceiverOptions, Scheduled, SendSpec, Summary,
+    Transport,
+};
 
 /// UDP port of the TCP/CM receiver.
 pub const TCPCM_PORT: u16 = 5001;
 /// TCP port of the Linux TCP receiver.
 pub const LINUX_PORT: u16 = 5002;
+/// UDP port of the CC-UDP receiver's control messages (each transfer's data
+/// goes to a receiving socket of its own).
+pub const CCUDP_PORT: u16 = 5003;
 
 /// One transfer of a batch.
 #[derive(Clone, Debug)]
@@ -27,7 +33,7 @@ pub struct Job {
     pub at: Duration,
     /// Bytes to send.
     pub bytes: u64,
-    /// TCP/CM or Linux TCP (with its algorithm).
+    /// TCP/CM, Linux TCP (with its algorithm) or CC-UDP.
     pub transport: Transport,
     /// Stop after this long even if bytes remain (the summary then counts
     /// the bytes acknowledged by then).
@@ -73,15 +79,24 @@ pub struct HostOptions {
     /// namespace (the kernel advertises at most about that much). `None`:
     /// TCP/CM 16 MiB, Linux's default autotuning.
     pub rcv_window: Option<u32>,
+    /// The CC-UDP receiver: receiver CM on or off, socket restart.
+    pub ccudp: CcUdpReceiverOptions,
 }
 
 impl HostOptions {
-    /// SACK as given, windows uncapped.
+    /// SACK as given, windows uncapped, the CC-UDP receiver's defaults.
     pub fn sack(sack: bool) -> HostOptions {
         HostOptions {
             sack,
             rcv_window: None,
+            ccudp: CcUdpReceiverOptions::default(),
         }
+    }
+
+    /// The same options with this CC-UDP receiver.
+    pub fn with_ccudp(mut self, ccudp: CcUdpReceiverOptions) -> HostOptions {
+        self.ccudp = ccudp;
+        self
     }
 }
 
@@ -100,12 +115,16 @@ impl std::fmt::Debug for Rig {
 }
 
 impl Rig {
-    /// Build the path, set up the hosts and start both receivers.
+    /// Build the path, set up the hosts and start the three receivers
+    /// (TCP/CM, Linux TCP, CC-UDP).
     pub fn build(cfg: PathConfig, host: HostOptions) -> Result<Rig> {
         let path = Path::build(cfg)?;
         let sack = if host.sack { "1" } else { "0" };
         path.sysctl(Node::Sender, "net.ipv4.tcp_sack", sack)?;
-        let mut opts = ReceiverOptions::default();
+        let mut opts = ReceiverOptions {
+            ccudp: host.ccudp,
+            ..ReceiverOptions::default()
+        };
         if let Some(w) = host.rcv_window {
             opts.rcv_wnd = w;
             path.sysctl(
@@ -125,9 +144,14 @@ impl Rig {
                 let tcp = Receiver::bind(
                     SocketAddr::V4(SocketAddrV4::new(rcv, LINUX_PORT)),
                     &Transport::linux("reno"),
+                    opts.clone(),
+                )?;
+                let ccudp = Receiver::bind(
+                    SocketAddr::V4(SocketAddrV4::new(rcv, CCUDP_PORT)),
+                    &Transport::CcUdp,
                     opts,
                 )?;
-                Ok(vec![udp.spawn(), tcp.spawn()])
+                Ok(vec![udp.spawn(), tcp.spawn(), ccudp.spawn()])
             })?
             .join()
             .map_err(|_| RealError::Thread("receiver setup"))??;
@@ -144,14 +168,15 @@ impl Rig {
         let port = match transport {
             Transport::TcpCm => TCPCM_PORT,
             Transport::LinuxTcp { .. } => LINUX_PORT,
+            Transport::CcUdp => CCUDP_PORT,
         };
         SocketAddr::V4(SocketAddrV4::new(self.path.receiver_addr(), port))
     }
 
     /// Run `jobs` from the sender's namespace and return their sender
     /// summaries (in order). TCP/CM jobs share one embedded CM created for
-    /// the batch. `progress`: sample each transfer's acknowledged bytes this
-    /// often.
+    /// the batch; each CC-UDP job has an embedded CM of its own.
+    /// `progress`: sample each transfer's acknowledged bytes this often.
     pub fn run(&self, jobs: &[Job], progress: Option<Duration>) -> Result<Vec<Summary>> {
         let scheduled: Vec<Scheduled> = jobs
             .iter()

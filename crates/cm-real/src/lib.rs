@@ -4,8 +4,9 @@
 //! namespaces, a `tbf` bottleneck on the router, the TUN delay box, random
 //! loss from a tc-BPF filter at the receiver's ingress), runs real
 //! transfers over it with [`cm_ttcp`] — TCP/CM (cm-transport's TCP over
-//! UDP, congestion control by libcm's CM) and the kernel's TCP — and
-//! returns the same [`Output`] as the simulator's experiments (CSV, SVG
+//! UDP, congestion control by libcm's CM), the kernel's TCP, and libcm's
+//! CC-UDP (`CcUdpSocket`, congestion controlled by the CM protocol's
+//! probes when the receiver sends nothing back) — and returns the same [`Output`] as the simulator's experiments (CSV, SVG
 //! plot, JSON metrics beside the paper's numbers, notes).
 //!
 //! | experiment | paper | metric |
@@ -14,6 +15,7 @@
 //! | `real-throughput` | Figs 4-5 (§4.1) | `throughput_ratio`, CPU per MB |
 //! | `real-sharing` | Fig 7 (§4.3) | `later_improvement` |
 //! | `real-ensemble` | sigcomm1999 §1/§5.1 | `outside_share_cm`, `jain_ensemble_cm` |
+//! | `real-probe-feedback` | sigcomm1999 §4.2–4.3 | `median_ratio_reno` (CC-UDP on probes alone ÷ Reno), fallback, restart |
 //!
 //! They need root (namespaces, qdiscs, TUN devices) and say so. Paths are
 //! torn down on every exit path ([`cm_netem::Path`]'s `Drop`). Each runs on
@@ -29,6 +31,7 @@
 pub mod ensemble;
 pub mod error;
 pub mod harness;
+pub mod probe_feedback;
 pub mod sharing;
 pub mod tcp_friendly;
 pub mod throughput;
@@ -69,6 +72,11 @@ pub const EXPERIMENTS: &[(&str, &str, RealFn)] = &[
         "real-ensemble",
         "4 TCP/CM flows in one macroflow vs 1 outside Reno, and 4 Linux TCP vs 1 (root)",
         ensemble::run,
+    ),
+    (
+        "real-probe-feedback",
+        "sigcomm1999 §4.2-4.3: CC-UDP on CM-protocol probes alone (no acks) vs Linux Reno vs loss; fallback and restart (root)",
+        probe_feedback::run,
     ),
 ];
 

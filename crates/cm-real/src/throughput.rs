@@ -88,8 +88,8 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     let rig = Rig::build(
         config(400_000),
         HostOptions {
-            sack: true,
             rcv_window: Some(UNCONGESTED_WINDOW),
+            ..HostOptions::sack(true)
         },
     )?;
     let runs = measure(&rig, &stacks, bytes, reps, &bar)?;

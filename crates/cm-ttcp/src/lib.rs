@@ -1,20 +1,24 @@
-//! # cm-ttcp: bulk transfers over real sockets, TCP/CM and Linux TCP
+//! # cm-ttcp: bulk transfers over real sockets, TCP/CM, Linux TCP, CC-UDP
 //!
 //! ttcp-style bulk transfers for the real-network experiments
 //! (cm-implementation-linux §4.1–4.3): **TCP/CM** — cm-transport's sans-IO
 //! [`cm_transport::TcpSender`] in [`cm_transport::CcMode::Cm`], carried in
 //! UDP datagrams, its congestion control delegated to the Congestion Manager
-//! through libcm — and **Linux TCP** with a chosen congestion control, both
-//! with the same API and the same [`Summary`].
+//! through libcm — **Linux TCP** with a chosen congestion control, and
+//! **CC-UDP** — unreliable datagrams through libcm's
+//! [`libcm::ccudp::CcUdpSocket`], the receiving application sending nothing
+//! back, so the sender learns loss and RTT from the CM protocol's probes
+//! (sigcomm1999 §4.2–4.3) — all with the same API and the same [`Summary`].
 //!
 //! | module | what |
 //! |---|---|
 //! | `tcpcm::sender` | the TCP/CM event loop: N connections, one [`libcm::Cm`] |
 //! | `tcpcm::receiver` | the TCP/CM receiver: one UDP socket, connections by peer |
 //! | `linux_tcp` | Linux TCP sender and receiver (`TCP_CONGESTION`, `TCP_INFO`) |
-//! | [`summary`] | [`Summary`], [`Transport`], [`ProgressSample`] |
+//! | `ccudp` | CC-UDP: setup and report on a control port, sender, receiver ([`ccudp_config`], [`DRAIN_LIMIT`]) |
+//! | [`summary`] | [`Summary`], [`Transport`], [`ProgressSample`], [`TcpCmDetail`], [`CcUdpDetail`] |
 //! | [`error`] | [`TtcpError`] |
-//! | `spec` | [`SendSpec`], [`Scheduled`], [`ReceiverOptions`], [`Until`] |
+//! | `spec` | [`SendSpec`], [`Scheduled`], [`ReceiverOptions`], [`CcUdpReceiverOptions`], [`Until`] |
 //! | `send` | [`send`] and its group forms ([`send_concurrent`], [`send_scheduled`], ...) |
 //! | `receive` | [`Receiver`], [`ReceiverHandle`] |
 //! | `payload` | the bytes: zeros, or a file read and written by stream offset |
@@ -77,12 +81,28 @@
 //! `connect()` until the receiver has every byte. Retransmissions come from
 //! `TCP_INFO` (`tcpi_total_retrans`), progress from `SIOCOUTQ`.
 //!
+//! ## CC-UDP
+//!
+//! The receiver listens on a UDP port for control messages only: a sender
+//! announces its data socket (HELLO), the receiver connects a fresh
+//! receiving `CcUdpSocket` to it and answers with that socket's port
+//! (READY); the data flows between the two sockets, and at the end the
+//! receiver reports what it got (DONE → REPORT). The receiving socket never
+//! sends application data or acknowledgements: its receiver CM answers the
+//! sender's handshake and probes. With
+//! [`CcUdpReceiverOptions::cm_protocol`] off the receiver is a peer without
+//! a receiver CM, and the sender runs on CC-UDP's own acks. Each CC-UDP
+//! transfer has an embedded CM of its own ([`ccudp_config`]). `seconds`
+//! runs from the first datagram queued until every datagram sent is
+//! resolved by the feedback (at most [`DRAIN_LIMIT`] after the last);
+//! `bytes` is what the receiver reported.
+//!
 //! ## Threads and namespaces
 //!
 //! Sockets belong to the network namespace of the thread that creates them:
 //! call [`Receiver::bind`] and the `send*` functions on the thread placed in
-//! the namespace. Linux TCP transfers of [`send_scheduled`] run on threads
-//! spawned from the calling thread (they inherit its namespace).
+//! the namespace. Linux TCP and CC-UDP transfers of [`send_scheduled`] run
+//! on threads spawned from the calling thread (they inherit its namespace).
 //!
 //! ## Measured (this machine: 2 cores, loopback, release build)
 //!
@@ -120,6 +140,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod ccudp;
 pub mod error;
 mod linux_tcp;
 mod net;
@@ -133,14 +154,15 @@ mod tcpcm;
 
 use libcm::Cm;
 
+pub use ccudp::{DRAIN_LIMIT, ccudp_config};
 pub use error::{Result, TtcpError};
 pub use net::SOCKET_BUFFER;
 pub use receive::{Receiver, ReceiverHandle};
 pub use send::{
     send, send_concurrent, send_observed, send_scheduled, send_scheduled_observed, send_sequence,
 };
-pub use spec::{Observer, ReceiverOptions, Scheduled, SendSpec, Until};
-pub use summary::{ProgressSample, Role, Summary, TcpCmDetail, Transport};
+pub use spec::{CcUdpReceiverOptions, Observer, ReceiverOptions, Scheduled, SendSpec, Until};
+pub use summary::{CcUdpDetail, ProgressSample, Role, Summary, TcpCmDetail, Transport};
 
 /// Largest UDP payload in one 1500-byte IPv4 packet.
 pub const UDP_PAYLOAD_MAX: usize = 1500 - 20 - 8;

@@ -236,6 +236,7 @@ pub(crate) fn send(
         complete: !timed_out,
         progress: prog.samples,
         tcpcm: None,
+        ccudp: None,
     })
 }
 
@@ -351,6 +352,7 @@ impl TcpReceiverLoop {
             complete,
             progress: c.samples.clone(),
             tcpcm: None,
+            ccudp: None,
         }
     }
 

@@ -10,11 +10,12 @@ use std::time::{Duration, Instant};
 use crate::error::{Result, TtcpError};
 use crate::spec::{ReceiverOptions, Until};
 use crate::summary::{Summary, Transport};
-use crate::{linux_tcp, tcpcm};
+use crate::{ccudp, linux_tcp, tcpcm};
 
 enum Inner {
     TcpCm(tcpcm::receiver::UdpReceiver),
     Linux(linux_tcp::TcpReceiverLoop),
+    CcUdp(ccudp::receiver::CcUdpReceiver),
 }
 
 /// The receiving end of either transport.
@@ -33,7 +34,8 @@ impl std::fmt::Debug for Receiver {
 impl Receiver {
     /// Bind `addr` (port 0: any free port) for `transport`: a UDP socket
     /// for TCP/CM, a TCP listener for Linux TCP (its algorithm only governs
-    /// the ACK direction).
+    /// the ACK direction), a UDP socket for CC-UDP's control messages (each
+    /// transfer then gets a receiving socket of its own).
     pub fn bind(
         addr: SocketAddr,
         transport: &Transport,
@@ -47,6 +49,7 @@ impl Receiver {
             Transport::LinuxTcp { cc } => {
                 Inner::Linux(linux_tcp::TcpReceiverLoop::bind(addr, cc, opts)?)
             }
+            Transport::CcUdp => Inner::CcUdp(ccudp::receiver::CcUdpReceiver::bind(addr, opts)?),
         };
         Ok(Receiver { inner })
     }
@@ -56,6 +59,7 @@ impl Receiver {
         match &self.inner {
             Inner::TcpCm(r) => r.local_addr(),
             Inner::Linux(r) => r.local_addr(),
+            Inner::CcUdp(r) => r.local_addr(),
         }
     }
 
@@ -70,6 +74,7 @@ impl Receiver {
         match &mut self.inner {
             Inner::TcpCm(r) => r.serve(until, on_done),
             Inner::Linux(r) => r.serve(until, on_done),
+            Inner::CcUdp(r) => r.serve(until, on_done),
         }
     }
 

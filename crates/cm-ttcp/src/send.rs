@@ -8,12 +8,13 @@ use libcm::Cm;
 use crate::error::{Result, TtcpError};
 use crate::spec::{Observer, Scheduled, SendSpec};
 use crate::summary::{Summary, Transport};
-use crate::{default_cm, linux_tcp, tcpcm};
+use crate::{ccudp, default_cm, linux_tcp, tcpcm};
 
 /// One transfer. TCP/CM uses `cm` (or [`default_cm`] if `None`); Linux TCP
-/// ignores it. The TCP/CM loop batches its calls with
-/// `cm.set_autoflush(false)` and leaves `cm` with autoflush on (libcm's
-/// default) when it returns.
+/// ignores it, and so does CC-UDP (each CC-UDP transfer has an embedded CM
+/// of its own, [`crate::ccudp_config`]). The TCP/CM loop batches its calls
+/// with `cm.set_autoflush(false)` and leaves `cm` with autoflush on
+/// (libcm's default) when it returns.
 pub fn send(spec: &SendSpec, cm: Option<&mut Cm>) -> Result<Summary> {
     send_observed(spec, cm, None)
 }
@@ -40,9 +41,9 @@ pub fn send_observed(
 }
 
 /// Several transfers at once. All TCP/CM transfers run on one loop sharing
-/// `cm`, so transfers to the same host share one macroflow; Linux TCP
-/// transfers run on their own threads. Summaries in input order; the first
-/// failure (by index) is the error.
+/// `cm`, so transfers to the same host share one macroflow; Linux TCP and
+/// CC-UDP transfers run on their own threads. Summaries in input order;
+/// the first failure (by index) is the error.
 pub fn send_concurrent(specs: &[SendSpec], cm: Option<&mut Cm>) -> Result<Vec<Summary>> {
     let jobs: Vec<Scheduled> = specs
         .iter()
@@ -80,7 +81,7 @@ pub fn send_scheduled(jobs: &[Scheduled], cm: Option<&mut Cm>) -> Result<Vec<Sum
 }
 
 /// [`send_scheduled`] with a progress observer (called for the TCP/CM
-/// transfers, and for a lone Linux TCP transfer started at once).
+/// transfers, and for a lone Linux TCP or CC-UDP transfer started at once).
 pub fn send_scheduled_observed(
     jobs: &[Scheduled],
     cm: Option<&mut Cm>,
@@ -93,10 +94,18 @@ pub fn send_scheduled_observed(
         })?;
     }
     let mut results: Vec<Option<Result<Summary>>> = (0..jobs.len()).map(|_| None).collect();
-    // A lone Linux transfer right now runs on this thread.
+    // A lone Linux or CC-UDP transfer right now runs on this thread.
     if let [j] = jobs {
-        if let (Transport::LinuxTcp { cc }, true) = (&j.spec.transport, j.at.is_zero()) {
-            return linux_tcp::send(&j.spec, cc, 0, observer).map(|s| vec![s]);
+        if j.at.is_zero() {
+            match &j.spec.transport {
+                Transport::LinuxTcp { cc } => {
+                    return linux_tcp::send(&j.spec, cc, 0, observer).map(|s| vec![s]);
+                }
+                Transport::CcUdp => {
+                    return ccudp::sender::send(&j.spec, 0, observer).map(|s| vec![s]);
+                }
+                Transport::TcpCm => {}
+            }
         }
     }
     let t0 = Instant::now();
@@ -111,6 +120,17 @@ pub fn send_scheduled_observed(
                     .spawn(move || {
                         std::thread::sleep((t0 + at).saturating_duration_since(Instant::now()));
                         linux_tcp::send(&spec, &cc, index, None)
+                    })
+                    .map_err(|e| TtcpError::io("spawn sender thread", e))?;
+                threads.push((index, h));
+            }
+            Transport::CcUdp => {
+                let (spec, at) = (j.spec.clone(), j.at);
+                let h = std::thread::Builder::new()
+                    .name(format!("ttcp-{index}"))
+                    .spawn(move || {
+                        std::thread::sleep((t0 + at).saturating_duration_since(Instant::now()));
+                        ccudp::sender::send(&spec, index, None)
                     })
                     .map_err(|e| TtcpError::io("spawn sender thread", e))?;
                 threads.push((index, h));

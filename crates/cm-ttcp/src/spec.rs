@@ -1,5 +1,5 @@
 //! What a transfer and a receiver are asked to do: [`SendSpec`],
-//! [`Scheduled`], [`ReceiverOptions`], [`Until`].
+//! [`Scheduled`], [`ReceiverOptions`], [`CcUdpReceiverOptions`], [`Until`].
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -183,9 +183,37 @@ pub struct ReceiverOptions {
     /// Forget an unfinished connection silent this long (default 60 s).
     pub idle_timeout: Duration,
     /// Write what arrives to this file (connection n > 1 to `<file>.n`)
-    /// instead of discarding it.
+    /// instead of discarding it. CC-UDP writes payloads in arrival order
+    /// (it is unreliable: lost datagrams leave no gap).
     #[serde(default)]
     pub output: Option<std::path::PathBuf>,
+    /// CC-UDP receiver behaviour.
+    #[serde(default)]
+    pub ccudp: CcUdpReceiverOptions,
+}
+
+/// How a CC-UDP receiver treats its transfers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CcUdpReceiverOptions {
+    /// Whether the receiving sockets run the receiver CM (answer the CM
+    /// protocol's handshake and probes; default true). Off, the receiver is
+    /// a peer without a receiver CM: the sender falls back to CC-UDP's acks
+    /// after its SYNs go unanswered (`CcUdpSocket::set_cm_protocol(false)`).
+    pub cm_protocol: bool,
+    /// Replace a transfer's receiving socket once it has received this many
+    /// payload bytes: drop it, bind a new one on the same port and connect
+    /// it to the sender (a receiver that lost its state: the sender's next
+    /// probe is answered with RST). Once per transfer. Default: never.
+    pub restart_after: Option<u64>,
+}
+
+impl Default for CcUdpReceiverOptions {
+    fn default() -> Self {
+        CcUdpReceiverOptions {
+            cm_protocol: true,
+            restart_after: None,
+        }
+    }
 }
 
 impl Default for ReceiverOptions {
@@ -196,6 +224,7 @@ impl Default for ReceiverOptions {
             progress_interval: None,
             idle_timeout: Duration::from_secs(60),
             output: None,
+            ccudp: CcUdpReceiverOptions::default(),
         }
     }
 }

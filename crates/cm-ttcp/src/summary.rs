@@ -18,6 +18,12 @@ pub enum Transport {
         /// The algorithm's name.
         cc: String,
     },
+    /// CC-UDP: datagrams through libcm's congestion-controlled
+    /// [`libcm::ccudp::CcUdpSocket`], unreliable; the receiving application
+    /// sends nothing back, and the sender learns loss and RTT from the CM
+    /// protocol's probes (sigcomm1999 §4.2–4.3), or from CC-UDP's own acks
+    /// when the receiver runs no receiver CM.
+    CcUdp,
 }
 
 impl Transport {
@@ -26,10 +32,11 @@ impl Transport {
         Transport::LinuxTcp { cc: cc.into() }
     }
 
-    /// A short name: `tcpcm`, `tcp-reno`, `tcp-cubic`, ...
+    /// A short name: `tcpcm`, `tcp-reno`, `tcp-cubic`, `ccudp`, ...
     pub fn name(&self) -> String {
         match self {
             Transport::TcpCm => "tcpcm".to_owned(),
+            Transport::CcUdp => "ccudp".to_owned(),
             Transport::LinuxTcp { cc } => format!("tcp-{cc}"),
         }
     }
@@ -87,6 +94,61 @@ pub struct TcpCmDetail {
     pub cm_errors: u64,
 }
 
+/// CC-UDP sender details: the CM protocol's view and the receiver's count.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CcUdpDetail {
+    /// Payload bytes per datagram (the last may be shorter).
+    pub payload: u32,
+    /// Data datagrams that left the sender's socket.
+    pub datagrams_sent: u64,
+    /// Of those, reported received by the feedback (probe responses and
+    /// CC-UDP acks together).
+    pub acked: u64,
+    /// Of those, reported lost by the feedback.
+    pub lost: u64,
+    /// The peer's protocol state at the end: `negotiated` (the receiver CM
+    /// answered), `fallback` (no receiver CM: CC-UDP's acks), `handshaking`,
+    /// or `off`.
+    pub state: String,
+    /// SYNs sent.
+    pub syns: u64,
+    /// Probes sent.
+    pub probes: u64,
+    /// Probe responses accepted.
+    pub responses: u64,
+    /// Resynchronisations after the receiver lost its state (RST).
+    pub resets: u64,
+    /// Fallbacks to "no receiver CM".
+    pub fallbacks: u64,
+    /// Datagrams sent with the CM header.
+    pub cm_sent: u64,
+    /// Of those, declared lost by the receiver CM.
+    pub cm_lost: u64,
+    /// The protocol's loss estimate, `cm_lost / cm_sent`.
+    pub loss_estimate: Option<f64>,
+    /// CC-UDP acks received (the handshake's first window, or everything
+    /// after a fallback).
+    pub acks_received: u64,
+    /// The macroflow's smoothed RTT at the end, seconds.
+    pub srtt_s: Option<f64>,
+    /// Payload bytes the receiver reported it got (`None`: its report never
+    /// came; `Summary::bytes` is then the sender's estimate).
+    pub receiver_bytes: Option<u64>,
+    /// Datagrams the receiver reported it got.
+    pub receiver_datagrams: Option<u64>,
+    /// Times the receiver replaced its socket during the transfer.
+    pub receiver_restarts: u32,
+    /// Highest sending rate over any one-second window, bits/s of IP
+    /// packets (datagram + 28 bytes) leaving the socket; over the whole
+    /// transfer if it was shorter.
+    pub peak_send_bps: f64,
+    /// IP bytes sent over time, sampled about every 100 ms.
+    pub sent_progress: Vec<ProgressSample>,
+    /// Whether every datagram sent was resolved (received or lost) before
+    /// the drain limit.
+    pub drained: bool,
+}
+
 /// What one transfer did, at one end.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -98,18 +160,24 @@ pub struct Summary {
     pub local: String,
     /// Peer address.
     pub peer: String,
-    /// Bytes transferred (sender: acknowledged; receiver: received in order).
+    /// Bytes transferred (sender: acknowledged; receiver: received in order;
+    /// CC-UDP: payload bytes the receiver got, at both ends).
     pub bytes: u64,
     /// Transfer time in seconds. Sender: from connection start (SYN sent /
     /// `connect()` called) until every byte is acknowledged (TCP/CM:
     /// data and FIN acknowledged; Linux TCP: the receiver closed after
     /// reading everything). Receiver: from the SYN (TCP/CM) or `accept()`
-    /// (Linux TCP) until the FIN / EOF.
+    /// (Linux TCP) until the FIN / EOF. CC-UDP sender: from the first
+    /// datagram queued until every datagram sent is resolved by the
+    /// feedback (or the drain limit); CC-UDP receiver: from the first
+    /// arrival to the last.
     pub seconds: f64,
     /// `bytes * 8 / seconds`.
     pub throughput_bps: f64,
     /// Retransmitted segments (TCP/CM: `TcpStats::retransmits`; Linux TCP:
-    /// `TCP_INFO` `tcpi_total_retrans`; receivers: duplicate segments seen).
+    /// `TCP_INFO` `tcpi_total_retrans`; receivers: duplicate segments seen;
+    /// CC-UDP: never retransmits, 0 at the sender, duplicates at the
+    /// receiver).
     pub retransmissions: u64,
     /// CPU time (user + system) of the thread that ran the transfer while
     /// it ran. With several concurrent TCP/CM transfers on one loop, each
@@ -128,6 +196,9 @@ pub struct Summary {
     pub progress: Vec<ProgressSample>,
     /// TCP/CM sender details.
     pub tcpcm: Option<TcpCmDetail>,
+    /// CC-UDP sender details.
+    #[serde(default)]
+    pub ccudp: Option<CcUdpDetail>,
 }
 
 impl Summary {

@@ -240,7 +240,7 @@ fn a_file_crosses_a_lossy_path_intact() {
                 assert!(s.retransmissions > 0);
                 s
             }
-            Transport::LinuxTcp { .. } => send(&spec, None).unwrap(),
+            Transport::LinuxTcp { .. } | Transport::CcUdp => send(&spec, None).unwrap(),
         };
         assert_eq!(s.bytes, data.len() as u64);
         let got = rx.stop().unwrap();

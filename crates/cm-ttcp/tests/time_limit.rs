@@ -1,6 +1,6 @@
 //! `SendSpec::time_limit`: a transfer too big for its time stops at the
 //! limit, reports what was acknowledged by then as an incomplete (but
-//! successful) transfer, for both transports; and a zero limit is refused.
+//! successful) transfer, for every transport; and a zero limit is refused.
 #![allow(clippy::unwrap_used)]
 
 use std::net::SocketAddr;
@@ -42,6 +42,11 @@ fn tcpcm_stops_at_its_time_limit() {
 #[test]
 fn linux_tcp_stops_at_its_time_limit() {
     limited(Transport::linux("reno"));
+}
+
+#[test]
+fn ccudp_stops_at_its_time_limit() {
+    limited(Transport::CcUdp);
 }
 
 #[test]

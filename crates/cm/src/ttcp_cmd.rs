@@ -1,5 +1,6 @@
 //! `cm ttcp`: ttcp-style bulk transfers, TCP/CM (over UDP, congestion
-//! control by the CM) or Linux TCP, through `cm-ttcp`.
+//! control by the CM), Linux TCP, or CC-UDP (unreliable datagrams through
+//! a `CcUdpSocket`, the receiver sending nothing back), through `cm-ttcp`.
 
 use std::io::{IsTerminal, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -37,6 +38,9 @@ enum Kind {
     Tcpcm,
     /// Linux TCP with `--cc`.
     Tcp,
+    /// CC-UDP: datagrams through libcm's CcUdpSocket (an embedded CM per
+    /// transfer), congestion controlled by the CM protocol's probes.
+    Ccudp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -70,6 +74,9 @@ struct RecvArgs {
     /// Print summaries as JSON lines.
     #[arg(long)]
     json: bool,
+    /// CC-UDP: run no receiver CM (the sender falls back to CC-UDP's acks).
+    #[arg(long)]
+    no_receiver_cm: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -88,7 +95,7 @@ struct SendArgs {
     /// Linux TCP congestion control (reno, cubic, ...).
     #[arg(long, default_value = "reno")]
     cc: String,
-    /// TCP/CM: which CM.
+    /// TCP/CM: which CM (CC-UDP always has an embedded one).
     #[arg(long, value_enum, default_value_t = CmMode::Auto)]
     cm: CmMode,
     #[command(flatten)]
@@ -113,6 +120,7 @@ fn transport(kind: Kind, cc: &str) -> Transport {
     match kind {
         Kind::Tcpcm => Transport::TcpCm,
         Kind::Tcp => Transport::linux(cc),
+        Kind::Ccudp => Transport::CcUdp,
     }
 }
 
@@ -120,6 +128,10 @@ fn recv(a: &RecvArgs) -> Result<()> {
     let t = transport(a.transport, &a.cc);
     let opts = ReceiverOptions {
         output: a.out.clone(),
+        ccudp: cm_ttcp::CcUdpReceiverOptions {
+            cm_protocol: !a.no_receiver_cm,
+            restart_after: None,
+        },
         ..ReceiverOptions::default()
     };
     let mut rx = Receiver::bind(a.listen, &t, opts)?;
@@ -182,7 +194,8 @@ fn send(a: &SendArgs) -> Result<()> {
         .ok_or_else(|| anyhow!("{:?} resolves to no address", a.dst))?;
     let t = transport(a.transport, &a.cc);
     let mut cm = match (a.transport, a.cm) {
-        (Kind::Tcp, _) => None,
+        // CC-UDP transfers make their own embedded CM.
+        (Kind::Tcp | Kind::Ccudp, _) => None,
         (Kind::Tcpcm, CmMode::Embedded) => Some(Cm::embedded(cm_config())?),
         (Kind::Tcpcm, CmMode::Daemon) => Some(a.daemon.connect()?),
         (Kind::Tcpcm, CmMode::Auto) => Some(match &a.daemon.socket {

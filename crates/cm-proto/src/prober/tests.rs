@@ -288,3 +288,82 @@ fn a_silent_peer_is_persistent_congestion_not_a_hang() {
     assert_eq!((r.feedback.nsent.get(), r.feedback.nrecd.get()), (500, 0));
     assert_eq!(a.prober(&B).unwrap().counters.silences, 1);
 }
+
+/// A negotiated prober (SYN at 0 ms, SYN-ACK at 20 ms: srtt 20 ms, so
+/// probes every 10 ms) and a response to probe `seq` with `bytes` and
+/// `packets` received on flow 0.
+fn negotiated() -> Prober {
+    let mut p = Prober::new(ProberConfig::default(), Instant::from_micros(0), 9);
+    let Some(Packet::Syn { isn }) = p.poll_transmit() else {
+        panic!("no SYN");
+    };
+    p.on_packet(Instant::from_micros(20_000), &Packet::SynAck { isn })
+        .unwrap();
+    assert_eq!(p.state(), PeerState::Negotiated);
+    p
+}
+
+fn response(seq: u64, bytes: u64, packets: u32) -> Packet {
+    Packet::Response(Response {
+        this_probe: seq,
+        last_probe: seq - 1,
+        delay_us: 0,
+        flows: vec![FlowReport {
+            flow: 0,
+            bytes,
+            lost: 0,
+            hint: Hint::default(),
+            packets,
+        }],
+    })
+}
+
+fn probe_seq(p: &mut Prober) -> u64 {
+    match p.poll_transmit() {
+        Some(Packet::Probe { seq }) => seq,
+        other => panic!("expected a probe, got {other:?}"),
+    }
+}
+
+/// A response that leaves data unresolved makes the next probe due at
+/// once, so it follows the data the response releases instead of waiting
+/// for the timer; a response to a probe that covered nothing new still
+/// reports its RTT sample (an empty report: the receiver answered, so the
+/// core does not age the macroflow).
+#[test]
+fn responses_clock_the_probes_and_always_report() {
+    let t = |ms: u64| Instant::from_micros(ms * 1000);
+    let mut p = negotiated();
+    p.on_send(t(21), 0, 1000).unwrap();
+    assert_eq!(p.poll_timeout(), Some(t(31)));
+    p.handle_timeout(t(31));
+    let p1 = probe_seq(&mut p);
+    p.on_send(t(35), 0, 1000).unwrap();
+    p.handle_timeout(t(41));
+    let p2 = probe_seq(&mut p);
+    // P1 answered: 1000 bytes resolved, 1000 still out: probe at once
+    // (the timer says 51 ms).
+    p.on_packet(t(48), &response(p1, 1000, 1)).unwrap();
+    let r = p.poll_report().unwrap();
+    assert_eq!(
+        (r.feedback.nsent.get(), r.feedback.nrecd.get()),
+        (1000, 1000)
+    );
+    assert_eq!(p.poll_timeout(), Some(t(48)));
+    p.handle_timeout(t(48));
+    let p3 = probe_seq(&mut p);
+    // P2 resolves the rest; P3 covered nothing new, but its response is
+    // still reported, empty, with its RTT.
+    p.on_packet(t(61), &response(p2, 2000, 2)).unwrap();
+    let r = p.poll_report().unwrap();
+    assert_eq!(
+        (r.feedback.nsent.get(), r.feedback.nrecd.get()),
+        (1000, 1000)
+    );
+    p.on_packet(t(68), &response(p3, 2000, 2)).unwrap();
+    let r = p.poll_report().unwrap();
+    assert_eq!(r.feedback.nsent.get(), 0);
+    assert_eq!(r.feedback.loss, LossMode::None);
+    assert_eq!(r.feedback.rtt, Some(Duration::from_millis(20)));
+    assert!(p.poll_report().is_none());
+}

@@ -84,6 +84,7 @@ impl UdpReceiver {
             complete,
             progress: c.samples.clone(),
             tcpcm: None,
+            ccudp: None,
         }
     }
 

@@ -78,6 +78,7 @@ impl Conn {
             complete,
             progress: self.samples.clone(),
             tcpcm: Some(detail),
+            ccudp: None,
         }
     }
 }

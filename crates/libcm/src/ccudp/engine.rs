@@ -23,7 +23,8 @@ impl CcUdpSocket {
         // served, so the window it opens is used in this call, as acks'
         // feedback is (read_all reports it at once). Left for the end, the
         // grants it raises would wait for the next wakeup (a timer or a
-        // datagram: up to half an RTT between probes).
+        // datagram: up to half an RTT between probes), and every datagram
+        // would be resolved that much later.
         self.flush_proto(cm)?;
         // Serve grants (of every buffered flow of this Cm) without taking
         // other flows' events from the application.
