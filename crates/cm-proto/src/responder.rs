@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use cm_core::{Duration, Instant};
 
 use crate::loss::SettlingDetector;
-use crate::prober::{PACKET_BITS, association_tag};
 use crate::wire::{FlowReport, Hint, MAX_ENTRIES, Packet, Response};
+use crate::wire::{PACKET_BITS, association_tag};
 
 /// Why the responder dropped a datagram.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

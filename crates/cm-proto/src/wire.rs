@@ -24,6 +24,17 @@ pub const DEFAULT_PORT: u16 = 3124;
 /// application's socket (the only protocol carried today).
 pub const PROTO_DATAGRAM: u16 = 17;
 
+/// Bits of a DATA sequence number that number the flow's packets; the
+/// top 16 carry the association's tag (the low 16 bits of its ISN), so a
+/// packet headed under an association that has since been reset is not
+/// counted by the next one.
+pub const PACKET_BITS: u32 = 48;
+
+/// The association tag of a DATA sequence number.
+pub fn association_tag(seq: u64) -> u16 {
+    (seq >> PACKET_BITS) as u16
+}
+
 /// A receiver's preference for one of its flows (the Hints Dispatcher,
 /// sigcomm1999 §2 Fig 3), carried back in responses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
