@@ -200,10 +200,8 @@ fn the_loss_estimate_tracks_the_true_loss() {
     );
 }
 
-/// A receiver that loses its state answers the next probe with RST; the
-/// prober resolves what it had outstanding and handshakes again.
-#[test]
-fn rst_resynchronises() {
+/// A's endpoint negotiated with B's (SYN at 0 ms, SYN-ACK back at 20 ms).
+fn negotiated_endpoints() -> (Endpoint<u8>, Endpoint<u8>) {
     let t = |ms: u64| Instant::from_micros(ms * 1000);
     let mut a: Endpoint<u8> = Endpoint::new(EndpointConfig::default(), 3);
     let mut b: Endpoint<u8> = Endpoint::new(EndpointConfig::default(), 4);
@@ -212,6 +210,15 @@ fn rst_resynchronises() {
     b.on_datagram(t(10), t(10), A, &syn);
     let (_, ack) = b.poll_transmit().unwrap();
     a.on_datagram(t(20), t(20), B, &ack);
+    (a, b)
+}
+
+/// A receiver that loses its state answers the next probe with RST; the
+/// prober resolves what it had outstanding and handshakes again.
+#[test]
+fn rst_resynchronises() {
+    let t = |ms: u64| Instant::from_micros(ms * 1000);
+    let (mut a, _) = negotiated_endpoints();
     a.on_send(t(21), B, 0, 500).unwrap();
     // B restarts: a fresh endpoint with no association.
     let mut b: Endpoint<u8> = Endpoint::new(EndpointConfig::default(), 5);
@@ -264,13 +271,7 @@ fn no_receiver_cm_falls_back_and_retries() {
 #[test]
 fn a_silent_peer_is_persistent_congestion_not_a_hang() {
     let t = |ms: u64| Instant::from_micros(ms * 1000);
-    let mut a: Endpoint<u8> = Endpoint::new(EndpointConfig::default(), 3);
-    let mut b: Endpoint<u8> = Endpoint::new(EndpointConfig::default(), 4);
-    a.connect(t(0), B);
-    let (_, syn) = a.poll_transmit().unwrap();
-    b.on_datagram(t(10), t(10), A, &syn);
-    let (_, ack) = b.poll_transmit().unwrap();
-    a.on_datagram(t(20), t(20), B, &ack);
+    let (mut a, _) = negotiated_endpoints();
     // Idle for a minute, then data: the first probe goes out as usual.
     a.on_send(t(60_000), B, 0, 500).unwrap();
     a.handle_timeout(t(60_010));
