@@ -94,6 +94,14 @@ PROSE = {
         "TCP/CM's later retrievals are about 40% faster than fresh Linux TCP "
         "connections.",
     },
+    "real-probe-feedback": {
+        "figure": "sigcomm1999 §4.2-4.3",
+        "claim": "On a real 10 Mbit/s, 60 ms path with random loss, CC-UDP "
+        "whose receiving application sends nothing (feedback from the CM "
+        "protocol's probes alone) competes with Linux Reno like a TCP; a "
+        "receiver without a CM gets data at once and the sender falls back "
+        "to acknowledgements; a restarted receiver is resynchronised by RST.",
+    },
     "real-ensemble": {
         "figure": "sigcomm1999 §1, §5.1",
         "claim": "A macroflow of four TCP/CM connections competes like one "
