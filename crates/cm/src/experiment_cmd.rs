@@ -26,11 +26,14 @@ pub struct ExperimentArgs {
 /// Runs `cm experiment`.
 pub fn run_experiment(a: &ExperimentArgs) -> anyhow::Result<()> {
     if a.name == "list" {
-        for (n, d, _) in EXPERIMENTS {
-            println!("{n:18} {d}");
-        }
-        for (n, d, _) in cm_real::EXPERIMENTS {
-            println!("{n:18} {d}");
+        let rows: Vec<(&str, &str)> = EXPERIMENTS
+            .iter()
+            .map(|(n, d, _)| (*n, *d))
+            .chain(cm_real::EXPERIMENTS.iter().map(|(n, d, _)| (*n, *d)))
+            .collect();
+        let w = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+        for (n, d) in rows {
+            println!("{n:w$} {d}");
         }
         return Ok(());
     }
