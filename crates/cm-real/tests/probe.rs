@@ -19,30 +19,8 @@ use cm_real::probe_feedback::LINK_BPS;
 use cm_real::{RealOpts, run};
 use cm_ttcp::{CcUdpReceiverOptions, Summary, Transport};
 
-/// One real experiment at a time (two cores; the namespace check looks at
-/// all of this process's namespaces).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn root() -> Option<std::sync::MutexGuard<'static, ()>> {
-    if cm_netem::is_root() {
-        return Some(
-            SERIAL
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
-    }
-    eprintln!("skipped: needs root");
-    None
-}
-
-/// This process's namespaces (cm-netem names them after the pid).
-fn my_namespaces() -> Vec<String> {
-    let prefix = format!("cmn{}x", std::process::id());
-    cm_netem::netns::list_namespaces()
-        .into_iter()
-        .filter(|n| n.starts_with(&prefix))
-        .collect()
-}
+mod common;
+use common::{my_namespaces, root};
 
 /// `f` on a thread of its own, failing the test if it takes longer than
 /// `limit` (a hang fails instead of blocking the test run).

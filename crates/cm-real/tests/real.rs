@@ -14,37 +14,14 @@ use cm_real::harness::{HostOptions, Job, Rig};
 use cm_real::{RealOpts, run};
 use cm_ttcp::Transport;
 
-/// One real experiment at a time: they would compete for the two cores,
-/// and the namespace checks look at all of this process's namespaces.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// The serial lock if root, else `None` (skip).
-fn root() -> Option<std::sync::MutexGuard<'static, ()>> {
-    if cm_netem::is_root() {
-        return Some(
-            SERIAL
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
-    }
-    eprintln!("skipped: needs root");
-    None
-}
+mod common;
+use common::{my_namespaces, root};
 
 fn quick() -> RealOpts {
     RealOpts {
         quick: true,
         quiet: true,
     }
-}
-
-/// This process's namespaces (cm-netem names them after the pid).
-fn my_namespaces() -> Vec<String> {
-    let prefix = format!("cmn{}x", std::process::id());
-    cm_netem::netns::list_namespaces()
-        .into_iter()
-        .filter(|n| n.starts_with(&prefix))
-        .collect()
 }
 
 /// Runs the quick version of `name` and checks it left no namespace behind.
