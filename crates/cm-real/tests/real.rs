@@ -86,7 +86,7 @@ fn real_throughput_matches_linux_on_an_uncongested_path() {
 /// experiments/results/real: 10 MB transfers at six loss rates). A quick
 /// run (2 MB transfers, 2-5% loss) is too short to pin it: Reno without
 /// SACK swings from run to run, and quick medians ranged from 0.75 to 0.95
-/// over nine runs here, two of them in CI. So the quick test checks what
+/// over eight runs here, two of them in CI. So the quick test checks what
 /// one short run shows reliably against Reno in the same run: TCP/CM is
 /// neither starved nor aggressive, and it slows down as loss grows.
 #[test]
