@@ -66,7 +66,7 @@ pub struct CcUdpStats {
     pub acks_dropped: u64,
     /// ICMP errors reported on the socket (e.g. port unreachable).
     pub icmp_errors: u64,
-    /// The CM protocol on this socket ([`super::proto`]).
+    /// The CM protocol on this socket (the receiver CM and the prober).
     pub proto: ProtoStats,
 }
 
