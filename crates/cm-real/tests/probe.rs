@@ -175,7 +175,20 @@ fn receiver_restart_resyncs_and_completes() {
     assert!(d.resets >= 1, "no RST seen: {d:?}");
     assert_eq!(d.state, "negotiated");
     assert!(s.complete && d.drained, "{s}");
-    assert!(s.bytes > 3_800_000, "receiver got {} of 4 MB", s.bytes);
+    // CC-UDP does not retransmit, so the receiver misses the path's random
+    // loss (1%), the queue's drops and whatever the restart itself lost.
+    // The queue's drops are bounded by `assert_bounded`; they are not
+    // always small: a slow start that no random loss ends early overshoots
+    // the queue once, as TCP's would, and the probes report it one probe
+    // interval after an ack would (the receiver settles a loss at the next
+    // probe). One such run dropped 174 of 2748 datagrams (6%), where most
+    // drop none. Everything else, the restart included, stays within 3%.
+    let got = d.receiver_datagrams.unwrap();
+    assert!(
+        (got + drops) as f64 >= 0.97 * d.datagrams_sent as f64,
+        "receiver got {got} datagrams of {} sent, {drops} dropped at the queue",
+        d.datagrams_sent
+    );
     assert_bounded(&s, drops);
 }
 
