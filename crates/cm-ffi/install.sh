@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install libcm (the C API): libcm.so, libcm.a, cm.h and cm.pc.
+# Install libcm (the C API): libcm.so, libcm.a, cm.h, cm_compat.h and cm.pc.
 #
 #   crates/cm-ffi/install.sh [--prefix DIR] [--from TARGET_PROFILE_DIR]
 #
@@ -29,6 +29,7 @@ install -d "$libdir/pkgconfig" "$includedir"
 install -m 0755 "$from/libcm.so" "$libdir/libcm.so"
 install -m 0644 "$from/libcm.a" "$libdir/libcm.a"
 install -m 0644 "$here/include/cm.h" "$includedir/cm.h"
+install -m 0644 "$here/include/cm_compat.h" "$includedir/cm_compat.h"
 sed -e "s|@PREFIX@|$prefix|" -e "s|@LIBDIR@|$libdir|" \
     -e "s|@INCLUDEDIR@|$includedir|" -e "s|@VERSION@|$version|" \
     "$here/cm.pc.in" > "$libdir/pkgconfig/cm.pc"

@@ -38,9 +38,21 @@
  * full (or the daemon rate-limits the caller), -EMSGSIZE for a datagram
  * larger than the MTU, -EOPNOTSUPP for SIGIO in embedded mode,
  * -ECONNREFUSED when no daemon listens, -EPIPE when the daemon went away,
+ * -ETIMEDOUT when the daemon is there but does not answer (stopped or
+ * hung) within the reply timeout (cm_set_reply_timeout, default 5000 ms),
  * -EPERM when the daemon refuses, -ENOTRECOVERABLE for an internal
  * error (a Rust panic is caught and never crosses into C). cm_strerror()
- * describes any code.
+ * describes any code. Both modes check arguments alike and at the call:
+ * an unknown or closed flow is -ENOENT for every call in daemon mode too
+ * (not only later), and so are the limits (k <= CM_MAX_REQUEST_MTUS,
+ * weight 1..65535, 0 < rtt <= CM_MAX_RTT_SAMPLE seconds).
+ *
+ * WAITING. Calls that need the daemon's answer (cm_open, cm_mtu, cm_query,
+ * the macroflow calls, cm_bulk_query, cm_set_controller, and connecting)
+ * wait for it at most the reply timeout, then return -ETIMEDOUT; a reply
+ * that comes later is dropped (a flow opened that late stays the daemon's
+ * until this process disconnects). No other call blocks, except cm_wait
+ * for as long as it is asked to.
  *
  * CALLBACKS. cm_dispatch() calls the registered functions, one event at a
  * time, with no lock held: a callback may call any cm_* function, e.g.
@@ -136,6 +148,12 @@
  *     its receiver estimates it; 0 forgets it. It is rounded down to whole
  *     bytes per second. `cm stat` shows both per macroflow.
  *
+ * PAPERS' NAMES. cm_compat.h adds the papers' spellings on top of this
+ * header: the cmid_t type, CM_PERSISTENT / CM_TRANSIENT / CM_ECN loss
+ * modes, and cm_query with the papers' and RFC 3124's shorter argument
+ * lists. A flow id is 64 bits wide (cm_flowid): storing one in an int
+ * truncates it once the daemon has reused flow slots.
+ *
  * Build: cc prog.c $(pkg-config --cflags --libs cm)
  */
 #ifndef CM_H
@@ -181,6 +199,14 @@ struct cm_feedback {
 #define CM_EXPLICIT_CONGESTION 3 /**< an ECN mark */
 #define CM_NO_CONGESTION 4       /**< losses not caused by congestion */
 
+/* Names that are not loss modes, with the right ones in the error. */
+#define CM_LOST_FEEDBACK _Pragma("GCC error \"CM_LOST_FEEDBACK is not a loss mode: a timeout (persistent congestion) is CM_NO_FEEDBACK, a lost packet (transient) is CM_LOSS_FEEDBACK (cm_compat.h: CM_PERSISTENT, CM_TRANSIENT)\"") 0
+
+/** The most MTUs one cm_request_mtus may ask for (-EINVAL above). */
+#define CM_MAX_REQUEST_MTUS 64
+/** The longest RTT sample cm_update accepts, in seconds (-EINVAL above). */
+#define CM_MAX_RTT_SAMPLE 60.0
+
 /* cm_mode() / cm_ctx_mode() results. */
 #define CM_MODE_EMBEDDED 1 /**< the CM runs inside this process */
 #define CM_MODE_DAEMON 2   /**< the CM is the host's daemon (cmd) */
@@ -213,7 +239,8 @@ cm_flowid cm_open(const struct sockaddr *src, const struct sockaddr *dst);
 int cm_mtu(cm_flowid flow);
 /** Ask to send up to one MTU; cmapp_send(flow) follows from cm_dispatch. */
 int cm_request(cm_flowid flow);
-/** Ask to send up to k MTUs in one grant (modern addition). */
+/** Ask to send up to k MTUs in one grant, 1 <= k <= CM_MAX_REQUEST_MTUS
+ *  (modern addition). */
 int cm_request_mtus(cm_flowid flow, int k);
 /** Set the send callback (NULL removes it). */
 int cm_register_send(cm_send_fn cmapp_send);
@@ -267,8 +294,13 @@ int cm_dispatch(void);
 int cm_wait(int timeout_ms);
 /** A descriptor readable when cm_dispatch has work (valid until cm_fini). */
 int cm_fd(void);
-/** SIGIO when the daemon has something for this process (daemon mode; else -EOPNOTSUPP). */
+/** SIGIO when the daemon has something for this process (daemon mode; else
+ *  -EOPNOTSUPP). Install a SIGIO handler (or SIG_IGN) first: with SIGIO at
+ *  its default action, which ends the process, this returns -EINVAL. */
 int cm_enable_sigio(void);
+/** Daemon mode: the longest wait for a reply, in ms (> 0; default 5000);
+ *  calls that wait longer return -ETIMEDOUT. No effect in embedded mode. */
+int cm_set_reply_timeout(int ms);
 
 /** A static description of an error code (negative or positive). */
 const char *cm_strerror(int code);
@@ -318,6 +350,7 @@ int cm_ctx_dispatch(cm_ctx *ctx);
 int cm_ctx_wait(cm_ctx *ctx, int timeout_ms);
 int cm_ctx_fd(cm_ctx *ctx);
 int cm_ctx_enable_sigio(cm_ctx *ctx);
+int cm_ctx_set_reply_timeout(cm_ctx *ctx, int ms);
 
 #ifdef __cplusplus
 }

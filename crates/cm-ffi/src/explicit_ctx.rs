@@ -184,6 +184,10 @@ ctx_int!(
     fn cm_ctx_fd() |c| c.ctx.fd()
 );
 ctx_int!(
+    /// `cm_set_reply_timeout` on a context.
+    fn cm_ctx_set_reply_timeout(ms: c_int) |c| c.ctx.set_reply_timeout(ms).map(|()| 0)
+);
+ctx_int!(
     /// `cm_enable_sigio` on a context.
     fn cm_ctx_enable_sigio() |c| c.ctx.enable_sigio().map(|()| 0)
 );

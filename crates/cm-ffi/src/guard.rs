@@ -87,6 +87,9 @@ fn describe(code: i32) -> &'static str {
         c if c == -libc::EPIPE => "the CM daemon closed the connection",
         c if c == -libc::EPROTO => "protocol error or refusal from the CM daemon",
         c if c == -libc::ECONNREFUSED => "no CM daemon at the socket path",
+        c if c == -libc::ETIMEDOUT => {
+            "the CM daemon did not answer in time (stopped or hung; see cm_set_reply_timeout)"
+        }
         _ => "",
     }
 }

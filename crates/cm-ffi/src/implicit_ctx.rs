@@ -332,6 +332,13 @@ pub extern "C" fn cm_enable_sigio() -> c_int {
     guard::int(|| global()?.ctx.enable_sigio().map(|()| 0))
 }
 
+/// Daemon mode: the longest a call waits for the daemon's reply, in
+/// milliseconds (> 0; default 5000), before it returns `-ETIMEDOUT`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cm_set_reply_timeout(ms: c_int) -> c_int {
+    guard::int(|| global()?.ctx.set_reply_timeout(ms).map(|()| 0))
+}
+
 /// A static message for an error code.
 #[unsafe(no_mangle)]
 pub extern "C" fn cm_strerror(code: c_int) -> *const c_char {

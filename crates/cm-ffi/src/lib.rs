@@ -109,6 +109,13 @@ pub const CM_EXPLICIT_CONGESTION: c_int = 3;
 /// Losses not caused by congestion (RFC 3124 name).
 pub const CM_NO_CONGESTION: c_int = 4;
 
+/// The most MTUs one `cm_request_mtus` may ask for (the core's
+/// `max_request_mtus`, which the daemon runs too).
+pub const CM_MAX_REQUEST_MTUS: c_int = 64;
+/// The longest RTT sample `cm_update` accepts, in seconds (the core's
+/// `max_rtt_sample`).
+pub const CM_MAX_RTT_SAMPLE: f64 = 60.0;
+
 /// `cm_mode`: the CM runs inside this process.
 pub const CM_MODE_EMBEDDED: c_int = 1;
 /// `cm_mode`: the CM is the host's daemon.
@@ -220,4 +227,17 @@ fn udp_socket(fd: c_int) -> Result<UdpSocket, Code> {
     }
     // SAFETY: `d` is a fresh duplicate that nothing else owns.
     Ok(unsafe { UdpSocket::from_raw_fd(d) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// cm.h's limits are the core's defaults, which both modes enforce.
+    #[test]
+    fn limits_are_the_cores() {
+        let cfg = cm_core::Config::default();
+        assert_eq!(u32::try_from(CM_MAX_REQUEST_MTUS), Ok(cfg.max_request_mtus));
+        assert_eq!(cfg.max_rtt_sample.as_secs_f64(), CM_MAX_RTT_SAMPLE);
+    }
 }

@@ -353,7 +353,9 @@ fn header_structs_and_constants_match() {
             let mut t = l.split_whitespace();
             (t.next()? == "#define").then_some(())?;
             let (n, v) = (t.next()?, t.next()?);
-            n.starts_with("CM_").then(|| (n.to_owned(), v.to_owned()))
+            // Names that are poisoned with a compile error are C only.
+            (n.starts_with("CM_") && !v.starts_with("_Pragma"))
+                .then(|| (n.to_owned(), v.to_owned()))
         })
         .collect();
     assert!(rust.len() >= 7, "{rust:?}");

@@ -22,6 +22,7 @@ fn install_and_build_with_pkg_config() {
         "lib/libcm.so",
         "lib/libcm.a",
         "include/cm.h",
+        "include/cm_compat.h",
         "lib/pkgconfig/cm.pc",
     ] {
         assert!(prefix.0.join(f).exists(), "{f} not installed");

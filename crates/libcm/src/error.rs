@@ -36,6 +36,12 @@ pub enum CmError {
     /// The daemon closed the connection.
     #[error("the CM daemon closed the connection")]
     Disconnected,
+    /// The daemon did not answer a call within the reply timeout: it is
+    /// alive (the connection is up) but stopped, hung or overloaded. The
+    /// call's reply, if it ever comes, is dropped. See
+    /// [`Cm::set_reply_timeout`](crate::Cm::set_reply_timeout).
+    #[error("the CM daemon did not answer within {0:?}")]
+    Timeout(std::time::Duration),
     /// No daemon listens at the socket path.
     #[error("no CM daemon at {path}: {source}")]
     NoDaemon {
@@ -91,6 +97,7 @@ impl CmError {
                 c => CmError::Daemon(*c).code(),
             },
             CmError::Disconnected => -32,     // EPIPE
+            CmError::Timeout(_) => -110,      // ETIMEDOUT
             CmError::NoDaemon { .. } => -111, // ECONNREFUSED
             CmError::Io(e) => -e.raw_os_error().unwrap_or(5),
             CmError::Protocol(_) | CmError::Daemon(_) => -71, // EPROTO

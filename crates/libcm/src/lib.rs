@@ -98,7 +98,7 @@ mod send_queue;
 #[cfg(feature = "tokio")]
 pub mod tokio_adapter;
 
-pub use backend::daemon::{IpcCounters, Transport};
+pub use backend::daemon::{DEFAULT_REPLY_TIMEOUT, IpcCounters, Transport};
 pub use ccudp::CcUdpSocket;
 pub use cm::stat::{FlowStat, MacroflowStat, PeerMode, PeerStat, Stat};
 pub use cm::{Cm, Mode, SendCallback, UpdateCallback};

@@ -114,13 +114,14 @@ fn child_main() {
                 cm.macroflow_of(theirs),
                 Err(CmError::Daemon(ErrorCode::UnknownFlow))
             ));
-            cm.close(theirs).unwrap();
-            match next_event(&mut cm) {
-                CmEvent::Error { flow, code } => {
-                    assert_eq!((flow, code), (theirs, ErrorCode::UnknownFlow));
-                }
-                other => panic!("expected a refusal, got {other:?}"),
-            }
+            // libcm refuses it at the call (it is not a flow of this
+            // handle), as an embedded CM would ...
+            assert!(matches!(
+                cm.close(theirs),
+                Err(CmError::Core(cm_core::Error::UnknownFlow(f))) if f == theirs
+            ));
+            // ... and the daemon refuses it too when the call gets there.
+            daemon_refuses_a_raw_close(&socket, theirs);
             let mine = cm.open(None, dst()).unwrap();
             assert_ne!(
                 cm.macroflow_of(mine).unwrap(),
@@ -461,4 +462,59 @@ fn a_client_that_corrupts_its_shared_ring_is_dropped_and_others_go_on() {
 /// of the region), through the memfd as the client process could.
 fn corrupt_tail(fd: &std::os::fd::OwnedFd) {
     rustix::io::pwrite(fd, &(u64::MAX / 2).to_le_bytes(), 0).unwrap();
+}
+
+/// The daemon's own refusal of a fire-and-forget call on another user's
+/// flow, past libcm's local check: a raw connection says Hello and
+/// Close(theirs) and must get an asynchronous UnknownFlow error back.
+fn daemon_refuses_a_raw_close(socket: &std::ffi::OsStr, theirs: FlowId) {
+    use cm_ipc::{ToClient, ToDaemon};
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use rustix::net::{
+        AddressFamily, RecvFlags, SendFlags, SocketAddrUnix, SocketFlags, SocketType, connect,
+        recv, send, socket_with,
+    };
+    let fd = socket_with(
+        AddressFamily::UNIX,
+        SocketType::SEQPACKET,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .unwrap();
+    connect(
+        &fd,
+        &SocketAddrUnix::new(std::path::Path::new(socket)).unwrap(),
+    )
+    .unwrap();
+    let mut frame = cm_ipc::Frame::new();
+    frame.push(&ToDaemon::Hello {
+        version: cm_ipc::VERSION,
+    });
+    frame.push(&ToDaemon::Close {
+        flow: theirs.to_u64(),
+    });
+    send(&fd, frame.bytes(), SendFlags::NOSIGNAL).unwrap();
+    let mut buf = vec![0; cm_ipc::MAX_FRAME];
+    let deadline = Instant::now() + StdDuration::from_secs(10);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "no refusal from the daemon");
+        let ts = Timespec {
+            tv_sec: 0,
+            tv_nsec: i64::from(left.min(StdDuration::from_millis(500)).subsec_nanos()),
+        };
+        let mut p = [PollFd::new(&fd, PollFlags::IN)];
+        poll(&mut p, Some(&ts)).unwrap();
+        if p[0].revents().is_empty() {
+            continue;
+        }
+        let (n, _) = recv(&fd, &mut buf, RecvFlags::empty()).unwrap();
+        assert!(n > 0, "the daemon hung up");
+        for m in cm_ipc::decode_frame::<ToClient>(&buf[..n.min(buf.len())]).unwrap() {
+            if let ToClient::Error { flow, code, .. } = m {
+                assert_eq!((flow, code), (theirs.to_u64(), ErrorCode::UnknownFlow));
+                return;
+            }
+        }
+    }
 }

@@ -112,6 +112,10 @@ impl Ctx {
         let mut work = Vec::with_capacity(evs.len());
         for ev in evs {
             match ev {
+                // A grant that was on its way when the application closed
+                // the flow: no callback for a dead flow (its MTU is gone
+                // with it, so there is nothing to split the grant by).
+                CmEvent::Send { flow, .. } if st.cm.0.mtu(flow).is_err() => {}
                 CmEvent::Send { flow, bytes } => match st.on_send {
                     Some(SendCb::Paper(_)) => {
                         let mtu = u64::from(st.cm.0.mtu(flow).unwrap_or(1).max(1));

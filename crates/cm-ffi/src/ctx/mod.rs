@@ -19,7 +19,7 @@ use cm_core::{Feedback, FlowId, MacroflowId, Rate, Thresholds};
 use libcm::{Cm, CmError, CmEvent, Mode};
 
 use crate::convert::{estimate_out, flow_out, macroflow_out};
-use crate::guard::{Code, EMSGSIZE, EOPNOTSUPP};
+use crate::guard::{Code, EINVAL, EMSGSIZE, EOPNOTSUPP};
 use crate::poll::{PollSet, poll_fd};
 use crate::{cm_ctx, cm_estimate, cm_flowid};
 
@@ -343,8 +343,23 @@ impl Ctx {
         if st.cm.0.mode() == Mode::Embedded {
             return Err(EOPNOTSUPP);
         }
+        // SIGIO's default action ends the process: asking for it with no
+        // handler installed would kill the application at the first grant.
+        if !sigio_handled() {
+            return Err(EINVAL);
+        }
         st.fd_wanted = true;
         Ok(st.cm.0.enable_sigio()?)
+    }
+
+    /// Daemon mode: the longest wait for a reply (milliseconds, > 0).
+    pub(crate) fn set_reply_timeout(&self, ms: i32) -> Result<(), Code> {
+        let ms = u64::try_from(ms).map_err(|_| EINVAL)?;
+        let mut st = self.lock();
+        Ok(st
+            .cm
+            .0
+            .set_reply_timeout(std::time::Duration::from_millis(ms))?)
     }
 
     /// Block until an event may be ready or `timeout_ms` passes (negative:
@@ -368,5 +383,19 @@ impl Ctx {
             st.cm.0.pollable_fd()?.as_raw_fd()
         };
         poll_fd(fd, timeout_ms)
+    }
+}
+
+/// Whether SIGIO is caught or ignored (not left to its default action,
+/// which terminates the process).
+fn sigio_handled() -> bool {
+    // SAFETY: sigaction with a NULL new action only reads the current
+    // disposition into `old`, a zeroed sigaction owned by this frame.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGIO, std::ptr::null(), &raw mut old) != 0 {
+            return false;
+        }
+        old.sa_sigaction != libc::SIG_DFL
     }
 }

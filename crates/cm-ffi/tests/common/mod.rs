@@ -239,10 +239,17 @@ impl DaemonProcess {
     pub fn socket(&self) -> &str {
         self.path.to_str().expect("utf-8 temp path")
     }
+
+    /// The daemon's process id (for tests that stop it).
+    #[allow(dead_code)]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for DaemonProcess {
     fn drop(&mut self) {
+        // A test may have stopped it (SIGSTOP): SIGKILL ends it either way.
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -117,6 +117,22 @@ impl Cm {
         }
     }
 
+    /// Daemon mode: the longest a call waits for the daemon's reply
+    /// (`open`, `mtu`, `query`, the macroflow calls, bulk queries, `stat`)
+    /// before it fails with [`CmError::Timeout`] (`-ETIMEDOUT` in C).
+    /// Default 5 s ([`DEFAULT_REPLY_TIMEOUT`](crate::DEFAULT_REPLY_TIMEOUT));
+    /// a daemon that answers at all answers within milliseconds, so the
+    /// limit only matters when it is stopped or hung. Zero is refused.
+    pub fn set_reply_timeout(&mut self, timeout: std::time::Duration) -> Result<(), CmError> {
+        if timeout.is_zero() {
+            return Err(CmError::Invalid("a reply timeout of zero"));
+        }
+        if let Backend::Daemon(d) = &mut self.backend {
+            d.reply_timeout = timeout;
+        }
+        Ok(())
+    }
+
     /// Send batched calls to the daemon now (no-op in embedded mode).
     pub fn flush(&mut self) -> Result<(), CmError> {
         match &mut self.backend {

@@ -66,6 +66,7 @@ impl Cm {
     /// `None` (or zero) forgets it. Fire-and-forget in daemon mode, like
     /// [`Cm::set_weight`].
     pub fn set_capacity(&mut self, flow: FlowId, capacity: Option<Rate>) -> Result<(), CmError> {
+        self.check_flow(flow)?;
         self.fire(
             |core, now| {
                 let mf = core.macroflow_of(flow)?;
@@ -91,6 +92,7 @@ impl Cm {
         flow: FlowId,
         lag_per_mille: Option<u16>,
     ) -> Result<(), CmError> {
+        self.check_flow(flow)?;
         self.fire(
             |core, now| {
                 let mf = core.macroflow_of(flow)?;

@@ -14,7 +14,22 @@ impl Cm {
     fn pump(&mut self) -> Result<(), CmError> {
         match &mut self.backend {
             Backend::Embedded(e) => e.pump(&mut self.events),
-            Backend::Daemon(d) => d.pump(&mut self.events)?,
+            Backend::Daemon(d) => {
+                let before = self.events.len();
+                d.pump(&mut self.events)?;
+                // Flows the daemon reclaimed are no longer this handle's.
+                let gone: Vec<_> = self
+                    .events
+                    .range(before..)
+                    .filter_map(|e| match *e {
+                        CmEvent::FlowReclaimed { flow } => Some(flow),
+                        _ => None,
+                    })
+                    .collect();
+                for flow in gone {
+                    self.forget(flow);
+                }
+            }
         }
         // Serve every queued grant of a buffered flow, not only new ones: a
         // call's own pump (embedded `after_call`) may already have queued it.

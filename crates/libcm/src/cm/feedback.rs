@@ -15,6 +15,7 @@ impl Cm {
         if fb.nrecd > fb.nsent {
             return Err(CmError::Invalid("nrecd exceeds nsent"));
         }
+        self.check_update(flow, &fb)?;
         self.fire(
             |core, now| core.update(now, flow, fb),
             || ToDaemon::Update {

@@ -14,7 +14,7 @@ impl Cm {
     /// `cm_open(src, dst)`: a new flow to `dst`, in the macroflow of its
     /// destination host.
     pub fn open(&mut self, src: Option<SocketAddr>, dst: SocketAddr) -> Result<FlowId, CmError> {
-        self.ask(
+        let flow = self.ask(
             |e| {
                 let now = cm_clock::now();
                 let mut p = OpenParams::to(dst);
@@ -27,7 +27,9 @@ impl Cm {
                 _ => None,
             },
             "unexpected reply to open",
-        )
+        )?;
+        self.opened(flow);
+        Ok(flow)
     }
 
     /// `cm_mtu(flow)`: the largest grant unit on the flow's path.
@@ -86,6 +88,7 @@ impl Cm {
 
     /// The flow's scheduler weight within its macroflow (1..=65535).
     pub fn set_weight(&mut self, flow: FlowId, weight: u32) -> Result<(), CmError> {
+        self.check_weight(flow, weight)?;
         self.fire(
             |core, now| core.set_weight(now, flow, weight),
             || ToDaemon::SetWeight {
@@ -97,7 +100,8 @@ impl Cm {
 
     /// `cm_close(flow)`: the flow ends; its share goes to its siblings.
     pub fn close(&mut self, flow: FlowId) -> Result<(), CmError> {
-        self.mtus.remove(&flow);
+        self.check_flow(flow)?;
+        self.forget(flow);
         self.buffered.remove(&flow);
         self.peers.remove(&flow);
         self.fire(

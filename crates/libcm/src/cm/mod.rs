@@ -13,6 +13,7 @@
 //! `stat.rs` what `cm stat` sees; `buffered.rs` buffered sends
 //! (`cm_send`).
 
+mod args;
 mod buffered;
 mod calls;
 mod controller;
@@ -70,6 +71,8 @@ pub struct Cm {
     /// The CM protocol's peer state per flow (embedded mode's `stat`; the
     /// daemon keeps its own).
     peers: IdMap<FlowId, cm_ipc::PeerStat>,
+    /// Daemon mode: the flows open on this handle (see `args`).
+    own: IdMap<FlowId, ()>,
 }
 
 impl std::fmt::Debug for Cm {
@@ -143,6 +146,7 @@ impl Cm {
             batch_limit: 32,
             mtus: IdMap::default(),
             peers: IdMap::default(),
+            own: IdMap::default(),
         }
     }
 

@@ -26,13 +26,16 @@ impl Cm {
                 }
                 Ok(())
             }
-            Backend::Daemon(_) => self.fire(
-                |_, _| Ok(()),
-                || ToDaemon::SetPeer {
-                    flow: flow.to_u64(),
-                    peer,
-                },
-            ),
+            Backend::Daemon(_) => {
+                self.check_flow(flow)?;
+                self.fire(
+                    |_, _| Ok(()),
+                    || ToDaemon::SetPeer {
+                        flow: flow.to_u64(),
+                        peer,
+                    },
+                )
+            }
         }
     }
 }

@@ -19,6 +19,7 @@ impl Cm {
     /// `cm_register_update` for one flow: turn [`crate::CmEvent::Update`]
     /// notifications on (reporting the current estimate at once) or off.
     pub fn set_rate_updates(&mut self, flow: FlowId, on: bool) -> Result<(), CmError> {
+        self.check_flow(flow)?;
         self.fire(
             |core, now| core.set_rate_updates(now, flow, on),
             || ToDaemon::RateUpdates {
@@ -33,6 +34,7 @@ impl Cm {
     /// subscribes the flow to updates.
     pub fn thresh(&mut self, flow: FlowId, t: Thresholds) -> Result<(), CmError> {
         t.validate()?;
+        self.check_flow(flow)?;
         self.fire(
             |core, now| core.set_thresholds(now, flow, t),
             || ToDaemon::Thresh {

@@ -20,6 +20,7 @@ impl Cm {
         if k == 0 {
             return Err(CmError::Invalid("request of zero MTUs"));
         }
+        self.check_request(flow, k)?;
         self.fire(
             |core, now| core.request_mtus(now, flow, k),
             || ToDaemon::Request {
@@ -32,6 +33,7 @@ impl Cm {
     /// `cm_notify(flow, nsent)`: `nsent` bytes were sent on the flow (0
     /// declines the oldest grant).
     pub fn notify(&mut self, flow: FlowId, nsent: u64) -> Result<(), CmError> {
+        self.check_flow(flow)?;
         self.fire(
             |core, now| core.notify(now, flow, Bytes(nsent)),
             || ToDaemon::Notify {

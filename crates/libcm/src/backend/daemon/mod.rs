@@ -74,6 +74,11 @@ pub enum Transport {
 /// client that sleeps before it comes pays a ~50 µs wake-up on top; the
 /// adaptive spin (see the module docs) shrinks when answers do not come.
 pub(crate) const DEFAULT_SPIN: std::time::Duration = std::time::Duration::from_micros(500);
+/// Default longest wait for the daemon's reply to a call (and for its
+/// welcome when connecting). A daemon that answers at all answers within
+/// milliseconds; one stopped (`kill -STOP`) or hung never does, and a call
+/// must not block forever on it.
+pub const DEFAULT_REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Shortest adaptive spin.
 pub(crate) const MIN_SPIN: std::time::Duration = std::time::Duration::from_micros(10);
 
@@ -109,6 +114,8 @@ pub(crate) struct DaemonConn {
     rings: Option<Rings>,
     /// When the socket was last looked at for a hang-up (ring mode).
     sock_checked: std::time::Instant,
+    /// Longest wait for a reply ([`DEFAULT_REPLY_TIMEOUT`]).
+    pub(crate) reply_timeout: std::time::Duration,
 }
 
 impl DaemonConn {
@@ -138,6 +145,7 @@ impl DaemonConn {
             awaiting: false,
             spin_now: DEFAULT_SPIN,
             asked_at: None,
+            reply_timeout: DEFAULT_REPLY_TIMEOUT,
             counters: IpcCounters::default(),
             rings: None,
             sock_checked: std::time::Instant::now(),
@@ -159,9 +167,16 @@ impl DaemonConn {
         let mut welcomed = false;
         let mut attached = attach.is_none();
         let mut fds = Vec::new();
+        let deadline = std::time::Instant::now() + self.reply_timeout;
         while !(welcomed && attached) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(CmError::Timeout(self.reply_timeout));
+            }
+            let ts = timespec(left);
             let mut p = [PollFd::new(&self.fd, PollFlags::IN)];
-            match poll(&mut p, None) {
+            match poll(&mut p, Some(&ts)) {
+                Ok(0) => continue,
                 Ok(_) | Err(Errno::INTR) => {}
                 Err(e) => return Err(e.into()),
             }
@@ -421,10 +436,7 @@ impl DaemonConn {
         if self.spin_for_answer()? {
             return Ok(());
         }
-        let ts = timeout.map(|d| Timespec {
-            tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-            tv_nsec: i64::from(d.subsec_nanos()),
-        });
+        let ts = timeout.map(timespec);
         if self.rings.is_some() {
             // Sleep only if nothing came meanwhile; then silence and arm
             // the doorbell the client sleeps on.
@@ -459,6 +471,16 @@ impl DaemonConn {
         Ok(())
     }
 
+    /// Wait for more frames while a reply is due by `deadline`: a
+    /// [`CmError::Timeout`] once it has passed.
+    pub(crate) fn block_until(&mut self, deadline: std::time::Instant) -> Result<(), CmError> {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(CmError::Timeout(self.reply_timeout));
+        }
+        self.block(Some(left))
+    }
+
     /// Move events (not replies) from the inbox to `out`.
     pub(crate) fn pump(&mut self, out: &mut VecDeque<CmEvent>) -> Result<(), CmError> {
         self.drain()?;
@@ -485,5 +507,12 @@ impl Drop for DaemonConn {
     /// that is gone is not an error here.
     fn drop(&mut self) {
         let _ = self.flush();
+    }
+}
+
+fn timespec(d: std::time::Duration) -> Timespec {
+    Timespec {
+        tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(d.subsec_nanos()),
     }
 }

@@ -2,6 +2,8 @@
 //! or a `Stat` listing. Events that arrive meanwhile stay in the inbox, and
 //! the application's descriptor is made readable for them.
 
+use std::collections::HashMap;
+
 use cm_ipc::{ToClient, ToDaemon};
 
 use super::DaemonConn;
@@ -38,25 +40,35 @@ impl DaemonConn {
     }
 
     /// Flush, then wait for one reply per `seq`, returned in `seqs` order.
+    /// Linear in the replies and the events that arrive meanwhile: each
+    /// message in the inbox is looked at once (a bulk call of a million
+    /// ids must not rescan or shift the inbox per reply).
     fn wait_replies(&mut self, seqs: &[u32]) -> Result<Vec<ToClient>, CmError> {
         self.flush()?;
+        let slot_of: HashMap<u32, usize> = seqs.iter().enumerate().map(|(i, &s)| (s, i)).collect();
         let mut replies: Vec<Option<ToClient>> = vec![None; seqs.len()];
         let mut got = 0;
-        while got < seqs.len() {
-            let mut i = 0;
-            while i < self.inbox.len() {
-                let seq = reply_seq(&self.inbox[i]);
-                match seq.and_then(|s| seqs.iter().position(|&x| x == s)) {
-                    Some(slot) if replies[slot].is_none() => {
-                        replies[slot] = self.inbox.remove(i);
-                        got += 1;
+        let deadline = std::time::Instant::now() + self.reply_timeout;
+        // Inbox entries before `kept` were looked at and are not ours.
+        let mut kept = 0;
+        loop {
+            if self.inbox.len() > kept {
+                let fresh = self.inbox.split_off(kept);
+                for m in fresh {
+                    match reply_seq(&m).and_then(|s| slot_of.get(&s)) {
+                        Some(&slot) if replies[slot].is_none() => {
+                            replies[slot] = Some(m);
+                            got += 1;
+                        }
+                        _ => self.inbox.push_back(m),
                     }
-                    _ => i += 1,
                 }
+                kept = self.inbox.len();
             }
-            if got < seqs.len() {
-                self.block(None)?;
+            if got == seqs.len() {
+                break;
             }
+            self.block_until(deadline)?;
         }
         self.announce_inbox()?;
         replies
@@ -84,24 +96,33 @@ impl DaemonConn {
         self.push(&make(seq))?;
         self.flush()?;
         let mut out = Vec::new();
+        let mut kept = 0;
+        let deadline = std::time::Instant::now() + self.reply_timeout;
         loop {
-            let mut i = 0;
-            while i < self.inbox.len() {
-                if reply_seq(&self.inbox[i]) == Some(seq) {
-                    match self.inbox.remove(i) {
-                        Some(ToClient::StatEnd { .. }) => {
+            if self.inbox.len() > kept {
+                let fresh = self.inbox.split_off(kept);
+                let mut fresh = fresh.into_iter();
+                while let Some(m) = fresh.next() {
+                    if reply_seq(&m) != Some(seq) {
+                        self.inbox.push_back(m);
+                        continue;
+                    }
+                    match m {
+                        ToClient::StatEnd { .. } => {
+                            self.inbox.extend(fresh);
                             self.announce_inbox()?;
                             return Ok(out);
                         }
-                        Some(ToClient::Error { code, .. }) => return Err(CmError::Daemon(code)),
-                        Some(m) => out.push(m),
-                        None => {}
+                        ToClient::Error { code, .. } => {
+                            self.inbox.extend(fresh);
+                            return Err(CmError::Daemon(code));
+                        }
+                        m => out.push(m),
                     }
-                } else {
-                    i += 1;
                 }
+                kept = self.inbox.len();
             }
-            self.block(None)?;
+            self.block_until(deadline)?;
         }
     }
 }
