@@ -302,3 +302,28 @@ fn regression_a_slow_rate_based_flow_is_not_aged_between_its_packets() {
     );
     assert!(aging_steps("aimd") > 0, "window-based AIMD ages as before");
 }
+
+/// A macroflow that resumes another CM's window (libcm standing in for a
+/// daemon that went away) starts there, in congestion avoidance, with the
+/// RTT it was given, so its rate is that window per RTT at once (not an
+/// initial window's).
+#[test]
+fn a_resumed_macroflow_starts_from_the_window_in_congestion_avoidance() {
+    let (mut cm, f) = one_flow();
+    let mf = cm.macroflow_of(f).unwrap();
+    let mtu = cm.mtu(f).unwrap().get();
+    let before = cm.macroflow_info(mf).unwrap();
+    assert!(before.slow_start);
+    let w = 100 * mtu;
+    let rtt = Duration::from_millis(30);
+    cm.resume_macroflow(Instant::ZERO, mf, Bytes(w), Some(rtt))
+        .unwrap();
+    let info = cm.macroflow_info(mf).unwrap();
+    assert!(before.window.get() < w / 4, "{:?}", before.window);
+    assert_eq!(info.window, Bytes(w));
+    assert!(!info.slow_start, "resumed into slow start");
+    assert_eq!(info.srtt, Some(rtt));
+    let rate = info.rate.unwrap().bytes_per_sec();
+    let want = w * 1_000_000 / rtt.as_micros();
+    assert!(rate.abs_diff(want) <= want / 100, "{rate} B/s, want {want}");
+}

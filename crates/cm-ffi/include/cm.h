@@ -148,6 +148,17 @@
  *     its receiver estimates it; 0 forgets it. It is rounded down to whole
  *     bytes per second. `cm stat` shows both per macroflow.
  *
+ * FAILOVER. When the daemon exits, crashes or restarts, a daemon-mode
+ * context notices at its next call (a sleeper in cm_wait or on cm_fd() is
+ * woken by the hang-up) and moves every flow to an embedded CM in the
+ * process, each macroflow resuming from the window the daemon last
+ * reported (refreshed once a second), never unlimited; flows that waited
+ * for a grant ask again. Flow ids stay valid; macroflow ids become the
+ * embedded CM's. It tries to reconnect every 50 ms, doubling to 1 s, and
+ * moves the flows back when a daemon listens. cm_status() tells which CM
+ * runs; cm_fd() stays the same descriptor throughout. cm_set_failover(0)
+ * keeps the error instead (-EPIPE from every call).
+ *
  * PAPERS' NAMES. cm_compat.h adds the papers' spellings on top of this
  * header: the cmid_t type, CM_PERSISTENT / CM_TRANSIENT / CM_ECN loss
  * modes, and cm_query with the papers' and RFC 3124's shorter argument
@@ -207,6 +218,11 @@ struct cm_feedback {
 /** The longest RTT sample cm_update accepts, in seconds (-EINVAL above). */
 #define CM_MAX_RTT_SAMPLE 60.0
 
+/* cm_status() / cm_ctx_status() results. */
+#define CM_STATUS_EMBEDDED 1 /**< an embedded CM, by choice */
+#define CM_STATUS_DAEMON 2   /**< the host's daemon */
+#define CM_STATUS_FALLBACK 3 /**< embedded, standing in for a daemon that went away */
+
 /* cm_mode() / cm_ctx_mode() results. */
 #define CM_MODE_EMBEDDED 1 /**< the CM runs inside this process */
 #define CM_MODE_DAEMON 2   /**< the CM is the host's daemon (cmd) */
@@ -228,8 +244,13 @@ int cm_init_embedded(void);
 int cm_init_daemon(const char *path);
 /** Drop the implicit context and its flows; the next call makes a new one. */
 int cm_fini(void);
-/** CM_MODE_EMBEDDED or CM_MODE_DAEMON. */
+/** CM_MODE_EMBEDDED or CM_MODE_DAEMON: the CM in use now. */
 int cm_mode(void);
+/** CM_STATUS_DAEMON, CM_STATUS_FALLBACK or CM_STATUS_EMBEDDED (FAILOVER). */
+int cm_status(void);
+/** on != 0 (default): move to an embedded CM when the daemon goes away;
+ *  0: every call fails with -EPIPE instead (FAILOVER). */
+int cm_set_failover(int on);
 
 /* ---- the papers' calls --------------------------------------------------- */
 
@@ -317,6 +338,8 @@ int cm_ctx_connect(const char *path, cm_ctx **out);
 void cm_ctx_free(cm_ctx *ctx);
 /** CM_MODE_EMBEDDED or CM_MODE_DAEMON. */
 int cm_ctx_mode(cm_ctx *ctx);
+int cm_ctx_status(cm_ctx *ctx);
+int cm_ctx_set_failover(cm_ctx *ctx, int on);
 
 /** cm_open with explicit address lengths (checked). */
 cm_flowid cm_ctx_open(cm_ctx *ctx, const struct sockaddr *src, socklen_t srclen, const struct sockaddr *dst, socklen_t dstlen);

@@ -101,6 +101,17 @@ ctx_int!(
     fn cm_ctx_mode() |c| Ok(mode_out(c.ctx.mode()))
 );
 ctx_int!(
+    /// `cm_status` on a context.
+    fn cm_ctx_status() |c| Ok(crate::status_out(c.ctx.status()))
+);
+ctx_int!(
+    /// `cm_set_failover` on a context.
+    fn cm_ctx_set_failover(on: c_int) |c| {
+        c.ctx.set_failover(on != 0);
+        Ok(0)
+    }
+);
+ctx_int!(
     /// `cm_mtu` on a context.
     fn cm_ctx_mtu(flow: cm_flowid) |c| calls::mtu(c, flow)
 );

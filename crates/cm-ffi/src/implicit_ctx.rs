@@ -72,6 +72,23 @@ pub extern "C" fn cm_mode() -> c_int {
     guard::int(|| Ok(mode_out(global()?.ctx.mode())))
 }
 
+/// Which CM the implicit context runs on now: `CM_STATUS_DAEMON`,
+/// `CM_STATUS_FALLBACK` (the daemon went away) or `CM_STATUS_EMBEDDED`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cm_status() -> c_int {
+    guard::int(|| Ok(crate::status_out(global()?.ctx.status())))
+}
+
+/// Whether the implicit context moves to an embedded CM when the daemon
+/// goes away (non-zero, the default) or fails every call with `-EPIPE` (0).
+#[unsafe(no_mangle)]
+pub extern "C" fn cm_set_failover(on: c_int) -> c_int {
+    guard::int(|| {
+        global()?.ctx.set_failover(on != 0);
+        Ok(0)
+    })
+}
+
 /// `cm_open(src, dst)`: a new flow; src may be NULL.
 ///
 /// # Safety

@@ -121,6 +121,21 @@ pub const CM_MODE_EMBEDDED: c_int = 1;
 /// `cm_mode`: the CM is the host's daemon.
 pub const CM_MODE_DAEMON: c_int = 2;
 
+/// `cm_status`: an embedded CM, by choice.
+pub const CM_STATUS_EMBEDDED: c_int = 1;
+/// `cm_status`: the host's daemon.
+pub const CM_STATUS_DAEMON: c_int = 2;
+/// `cm_status`: an embedded CM standing in for a daemon that went away.
+pub const CM_STATUS_FALLBACK: c_int = 3;
+
+fn status_out(s: libcm::Status) -> c_int {
+    match s {
+        libcm::Status::Embedded => CM_STATUS_EMBEDDED,
+        libcm::Status::Daemon => CM_STATUS_DAEMON,
+        libcm::Status::Fallback => CM_STATUS_FALLBACK,
+    }
+}
+
 fn mode_out(m: libcm::Mode) -> c_int {
     match m {
         libcm::Mode::Embedded => CM_MODE_EMBEDDED,

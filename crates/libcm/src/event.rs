@@ -42,9 +42,61 @@ pub enum CmEvent {
         /// Why.
         code: ErrorCode,
     },
+    /// A daemon-mode handle moved to another CM: to an embedded one when
+    /// the daemon went away, back to a daemon when one listens again
+    /// ([`crate::Cm::status`]).
+    Status {
+        /// The CM it runs on now.
+        status: Status,
+    },
+}
+
+/// Which CM a [`crate::Cm`] runs on now (see [`crate::Cm::status`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// An embedded CM by choice ([`crate::Cm::embedded`]).
+    Embedded,
+    /// The host's daemon.
+    Daemon,
+    /// An embedded CM standing in for a daemon that went away; libcm
+    /// reconnects when one listens again.
+    Fallback,
 }
 
 impl CmEvent {
+    /// The event with the application's flow id (`to_app`: the CM's ids
+    /// to the application's, empty before any move).
+    pub(crate) fn to_app(self, to_app: &cm_core::idhash::IdMap<FlowId, FlowId>) -> CmEvent {
+        if to_app.is_empty() {
+            return self;
+        }
+        self.with_flow(|f| to_app.get(&f).copied().unwrap_or(f))
+    }
+
+    /// The same event with its flow id mapped by `f`.
+    pub(crate) fn with_flow(self, f: impl FnOnce(FlowId) -> FlowId) -> CmEvent {
+        match self {
+            CmEvent::Send { flow, bytes } => CmEvent::Send {
+                flow: f(flow),
+                bytes,
+            },
+            CmEvent::Update { flow, estimate } => CmEvent::Update {
+                flow: f(flow),
+                estimate,
+            },
+            CmEvent::GrantExpired { flow, bytes } => CmEvent::GrantExpired {
+                flow: f(flow),
+                bytes,
+            },
+            CmEvent::FlowReclaimed { flow } => CmEvent::FlowReclaimed { flow: f(flow) },
+            CmEvent::Error { flow, code } => CmEvent::Error {
+                flow: f(flow),
+                code,
+            },
+            s @ CmEvent::Status { .. } => s,
+        }
+    }
+
     /// A core event as the application sees it (embedded mode).
     pub(crate) fn from_core(ev: Event) -> Option<CmEvent> {
         Some(match ev {

@@ -110,5 +110,5 @@ pub use cm_core::{
 pub use cm_ipc::ErrorCode;
 pub use cm_ipc::default_socket_path;
 pub use error::CmError;
-pub use event::CmEvent;
+pub use event::{CmEvent, Status};
 pub use send_queue::DEFAULT_QUEUE_BYTES;

@@ -78,6 +78,11 @@ pub trait Controller: fmt::Debug + Send {
     /// yet). Every flow of the macroflow shares it (iscc §VI-B asks for
     /// consistent estimates); controllers that do not use it ignore it.
     fn set_capacity(&mut self, _capacity: Option<Rate>) {}
+    /// Continue from a window learned by another CM for the same path (the
+    /// host's daemon, before it went away): the controller starts from
+    /// `window` in congestion avoidance instead of slow start. Controllers
+    /// without a window keep their own start, which is bounded too.
+    fn resume(&mut self, _window: Bytes) {}
 }
 
 /// Which controller a macroflow runs, with its parameters.
@@ -192,5 +197,8 @@ impl Controller for AnyController {
     }
     fn set_capacity(&mut self, capacity: Option<Rate>) {
         dispatch!(self, c => c.set_capacity(capacity))
+    }
+    fn resume(&mut self, window: Bytes) {
+        dispatch!(self, c => c.resume(window))
     }
 }

@@ -49,6 +49,27 @@ impl CongestionManager {
         Ok(())
     }
 
+    /// Macroflow `mf` continues what another CM learned of its path (libcm
+    /// falling back from a daemon that went away): its controller resumes
+    /// from `window` ([`Controller::resume`](crate::controller::Controller::resume))
+    /// and `srtt`, if given, is its first RTT sample.
+    pub fn resume_macroflow(
+        &mut self,
+        now: Instant,
+        mf: MacroflowId,
+        window: crate::units::Bytes,
+        srtt: Option<crate::time::Duration>,
+    ) -> Result<(), Error> {
+        let now = self.tick(now);
+        let m = self.macroflow_mut(mf)?;
+        m.controller.resume(window);
+        if let Some(r) = srtt.filter(|r| !r.is_zero()) {
+            m.rtt.on_sample(r);
+        }
+        self.after_change(now, mf);
+        Ok(())
+    }
+
     /// The capacity estimate macroflow `mf` runs on, if any.
     pub fn capacity(&self, mf: MacroflowId) -> Result<Option<Rate>, Error> {
         self.macroflows

@@ -125,6 +125,17 @@ impl Ctx {
         self.lock().cm.0.mode()
     }
 
+    /// Which CM the context runs on now (`CM_STATUS_*`).
+    pub(crate) fn status(&self) -> libcm::Status {
+        self.lock().cm.0.status()
+    }
+
+    /// Whether a daemon-mode context moves to an embedded CM when the
+    /// daemon goes away.
+    pub(crate) fn set_failover(&self, on: bool) {
+        self.lock().cm.0.set_failover(on);
+    }
+
     /// Subscribe `flow` to rate updates per the context's settings.
     fn subscribe(st: &mut State, flow: FlowId) -> Result<(), CmError> {
         match st.thresh {

@@ -135,6 +135,8 @@ static void implicit_context(const char *sock) {
     }
     EXPECT_EQ(cm_init_embedded(), -EALREADY);
     EXPECT_EQ(cm_init_daemon(sock), -EALREADY);
+    EXPECT_EQ(cm_status(), daemon_mode ? CM_STATUS_DAEMON : CM_STATUS_EMBEDDED);
+    EXPECT_OK(cm_set_failover(1));
 
     /* cm_open: addresses */
     struct sockaddr_in dst = v4("127.0.0.1", 9), src = v4("127.0.0.1", 0);
@@ -431,6 +433,9 @@ static void explicit_contexts(const char *sock) {
     if (daemon_mode) {
         EXPECT_OK(cm_ctx_connect(sock, &c));
         EXPECT_EQ(cm_ctx_mode(c), CM_MODE_DAEMON);
+        EXPECT_EQ(cm_ctx_status(c), CM_STATUS_DAEMON);
+        EXPECT_OK(cm_ctx_set_failover(c, 1));
+        EXPECT_EQ(cm_ctx_status(NULL), -EFAULT);
         cm_ctx *d = NULL;
         EXPECT_OK(cm_ctx_new(&d)); /* $CM_SOCKET names the daemon */
         EXPECT_EQ(cm_ctx_mode(d), CM_MODE_DAEMON);
@@ -438,6 +443,8 @@ static void explicit_contexts(const char *sock) {
     } else {
         EXPECT_OK(cm_ctx_new_embedded(&c));
         EXPECT_EQ(cm_ctx_mode(c), CM_MODE_EMBEDDED);
+        EXPECT_EQ(cm_ctx_status(c), CM_STATUS_EMBEDDED);
+        EXPECT_OK(cm_ctx_set_failover(c, 0));
         cm_ctx *d = NULL;
         EXPECT_OK(cm_ctx_new(&d)); /* no daemon at $CM_SOCKET: embedded */
         EXPECT_EQ(cm_ctx_mode(d), CM_MODE_EMBEDDED);

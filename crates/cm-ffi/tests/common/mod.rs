@@ -208,21 +208,9 @@ pub struct DaemonProcess {
 
 impl DaemonProcess {
     pub fn start() -> DaemonProcess {
-        let bin = profile_dir().join("cmd");
-        assert!(
-            bin.exists(),
-            "no cmd binary at {} (cargo build -p cm-daemon, or test the workspace)",
-            bin.display()
-        );
         let dir = TempDir::new("cmd");
         let path = dir.0.join("cm.sock");
-        let child = Command::new(&bin)
-            .arg("--socket")
-            .arg(&path)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn cmd");
+        let child = spawn_cmd(&path);
         let d = DaemonProcess {
             path,
             child,
@@ -241,16 +229,42 @@ impl DaemonProcess {
     }
 
     /// The daemon's process id (for tests that stop it).
-    #[allow(dead_code)]
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
-}
 
-impl Drop for DaemonProcess {
-    fn drop(&mut self) {
-        // A test may have stopped it (SIGSTOP): SIGKILL ends it either way.
+    /// SIGKILL the daemon (a crash: no goodbye to its clients).
+    pub fn kill_now(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// A new daemon on the same socket path (after `kill_now`); waits
+    /// until it accepts connections.
+    pub fn restart(&mut self) {
+        self.kill_now();
+        self.child = spawn_cmd(&self.path);
+        let end = Instant::now() + Duration::from_secs(10);
+        while libcm::Cm::connect(&self.path).is_err() {
+            assert!(Instant::now() < end, "cmd did not listen again");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// Start `cmd --socket path`.
+fn spawn_cmd(path: &Path) -> Child {
+    let bin = profile_dir().join("cmd");
+    assert!(
+        bin.exists(),
+        "no cmd binary at {} (cargo build -p cm-daemon, or test the workspace)",
+        bin.display()
+    );
+    Command::new(&bin)
+        .arg("--socket")
+        .arg(path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn cmd")
 }

@@ -6,7 +6,8 @@
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use cm_core::{ClientId, Config, CongestionManager, Instant};
+use cm_core::idhash::IdMap;
+use cm_core::{ClientId, Config, CongestionManager, FlowId, Instant};
 use rustix::time::{
     Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec, timerfd_create,
     timerfd_settime,
@@ -24,6 +25,10 @@ pub(crate) struct Embedded {
     timer: Option<OwnedFd>,
     /// The deadline the timerfd is armed for.
     armed: Option<Instant>,
+    /// A deadline of libcm's own (a reconnection attempt while standing in
+    /// for the daemon, `cm::failover`): waits and the descriptor wake for
+    /// it as for the core's timers.
+    pub(crate) wake_at: Option<Instant>,
 }
 
 impl Embedded {
@@ -38,11 +43,14 @@ impl Embedded {
             client,
             timer: None,
             armed: None,
+            wake_at: None,
         })
     }
 
     /// Service due timers and move the core's events to `out`.
-    pub(crate) fn pump(&mut self, out: &mut VecDeque<CmEvent>) {
+    /// (`to_app` maps the core's flow ids to the application's, after a
+    /// move; see `cm::failover`.)
+    pub(crate) fn pump(&mut self, out: &mut VecDeque<CmEvent>, to_app: &IdMap<FlowId, FlowId>) {
         if let Some(t) = self.core.poll_timeout() {
             let now = cm_clock::now();
             if t <= now {
@@ -51,14 +59,22 @@ impl Embedded {
         }
         while let Some(ev) = self.core.poll_event() {
             if let Some(ev) = CmEvent::from_core(ev) {
-                out.push_back(ev);
+                out.push_back(ev.to_app(to_app));
             }
         }
     }
 
-    /// Sleep until the next core timer or `timeout`, whichever is first.
+    /// The next core timer or libcm's own deadline, whichever is first.
+    pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
+        match (self.core.poll_timeout(), self.wake_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Sleep until the next deadline or `timeout`, whichever is first.
     pub(crate) fn wait(&mut self, timeout: Option<std::time::Duration>) {
-        let until_timer = self.core.poll_timeout().map(cm_clock::until);
+        let until_timer = self.next_deadline().map(cm_clock::until);
         let d = match (until_timer, timeout) {
             (Some(a), Some(b)) => a.min(b),
             (Some(a), None) => a,
@@ -91,13 +107,16 @@ impl Embedded {
     /// once when events wait, else at the next timer. Costs a system call
     /// only when the deadline changes and only once a descriptor exists.
     pub(crate) fn rearm(&mut self, events_waiting: bool) -> Result<(), CmError> {
-        let Some(fd) = &self.timer else {
+        if self.timer.is_none() {
             return Ok(());
-        };
+        }
         let want = if events_waiting {
             Some(Instant::ZERO)
         } else {
-            self.core.poll_timeout()
+            self.next_deadline()
+        };
+        let Some(fd) = &self.timer else {
+            return Ok(());
         };
         if want == self.armed {
             return Ok(());

@@ -58,17 +58,4 @@ impl Cm {
     fn is_daemon(&self) -> bool {
         matches!(self.backend, Backend::Daemon(_))
     }
-
-    /// Bookkeeping of the flows open on this handle (daemon mode).
-    pub(super) fn opened(&mut self, flow: FlowId) {
-        if self.is_daemon() {
-            self.own.insert(flow, ());
-        }
-    }
-
-    /// The flow is gone (closed here or reclaimed by the daemon).
-    pub(super) fn forget(&mut self, flow: FlowId) {
-        self.own.remove(&flow);
-        self.mtus.remove(&flow);
-    }
 }

@@ -90,11 +90,15 @@ impl Cm {
                 continue;
             };
             let mtu = u64::from(self.mtus.get(&flow).copied().unwrap_or(1460).max(1));
-            let Some(q) = self.buffered.get_mut(&flow) else {
+            if !self.buffered.contains_key(&flow) {
                 i += 1;
                 continue;
-            };
+            }
             self.events.remove(i);
+            self.observe(&CmEvent::Send { flow, bytes });
+            let Some(q) = self.buffered.get_mut(&flow) else {
+                continue;
+            };
             let (sent, missing) = q.serve(bytes.get(), mtu);
             self.notify(flow, sent)?;
             for _ in 0..missing {

@@ -3,8 +3,7 @@
 //! ([`Cm::set_autoflush`], [`Cm::set_batch_limit`]), or sent with a reply
 //! awaited (after a short spin, [`Cm::set_spin`]).
 
-use cm_core::CongestionManager;
-use cm_core::Instant;
+use cm_core::{CongestionManager, FlowId, Instant};
 use cm_ipc::{ToClient, ToDaemon};
 
 use super::Cm;
@@ -13,34 +12,68 @@ use crate::backend::embedded::Embedded;
 use crate::error::CmError;
 
 impl Cm {
-    /// A fire-and-forget call: `embedded` applies it to the in-process
-    /// core at `now`, or `wire` makes its message for the daemon; then it
-    /// is sent per the batching rules ([`Cm::after_call`]).
+    /// A fire-and-forget call on `flow` (the application's id):
+    /// `embedded` applies it to the in-process core at `now` with the
+    /// core's id of the flow, or `wire` makes its message for the daemon
+    /// with the daemon's id; then it is sent per the batching rules
+    /// ([`Cm::after_call`]). If the daemon is found gone, the handle moves
+    /// to an embedded CM (`failover`) and the call is applied there.
     pub(super) fn fire(
         &mut self,
-        embedded: impl FnOnce(&mut CongestionManager, Instant) -> Result<(), cm_core::Error>,
-        wire: impl FnOnce() -> ToDaemon,
+        flow: FlowId,
+        embedded: impl FnOnce(&mut CongestionManager, Instant, FlowId) -> Result<(), cm_core::Error>,
+        wire: impl FnOnce(FlowId) -> ToDaemon,
     ) -> Result<(), CmError> {
-        match &mut self.backend {
-            Backend::Embedded(e) => embedded(&mut e.core, cm_clock::now())?,
-            Backend::Daemon(d) => d.push(&wire())?,
+        let id = self.bid(flow);
+        let pushed = match &mut self.backend {
+            Backend::Embedded(e) => {
+                embedded(&mut e.core, cm_clock::now(), id)?;
+                return self.after_call();
+            }
+            Backend::Daemon(d) => d.push(&wire(id)),
+        };
+        match pushed.and_then(|()| self.after_call()) {
+            Err(e) if self.should_fail_over(&e) => {
+                self.fail_over()?;
+                let id = self.bid(flow);
+                if let Backend::Embedded(e) = &mut self.backend {
+                    embedded(&mut e.core, cm_clock::now(), id)?;
+                }
+                self.after_call()
+            }
+            r => r,
         }
-        self.after_call()
     }
 
-    /// A call with an answer: `embedded` asks the in-process core, or
-    /// `wire` makes the daemon's message (with the `seq` its reply echoes)
-    /// and `reply` reads the answer; any other reply is `unexpected`.
+    /// A call with an answer on `flow` (the application's id, `None` for
+    /// `open`): `embedded` asks the in-process core, or `wire` makes the
+    /// daemon's message (with the `seq` its reply echoes) and `reply` reads
+    /// the answer; any other reply is `unexpected`. If the daemon is found
+    /// gone, the handle moves to an embedded CM and asks it.
     pub(super) fn ask<T>(
         &mut self,
-        embedded: impl FnOnce(&mut Embedded) -> Result<T, cm_core::Error>,
-        wire: impl FnOnce(u32) -> ToDaemon,
+        flow: Option<FlowId>,
+        embedded: impl FnOnce(&mut Embedded, FlowId) -> Result<T, cm_core::Error>,
+        wire: impl FnOnce(u32, FlowId) -> ToDaemon,
         reply: impl FnOnce(ToClient) -> Option<T>,
         unexpected: &'static str,
     ) -> Result<T, CmError> {
-        match &mut self.backend {
-            Backend::Embedded(e) => Ok(embedded(e)?),
-            Backend::Daemon(d) => reply(d.call(wire)?).ok_or(CmError::Invalid(unexpected)),
+        let id = flow.map_or(FlowId::from_u64(0), |f| self.bid(f));
+        let answer = match &mut self.backend {
+            Backend::Embedded(e) => return Ok(embedded(e, id)?),
+            Backend::Daemon(d) => d.call(|seq| wire(seq, id)),
+        };
+        match answer {
+            Ok(m) => reply(m).ok_or(CmError::Invalid(unexpected)),
+            Err(e) if self.should_fail_over(&e) => {
+                self.fail_over()?;
+                let id = flow.map_or(FlowId::from_u64(0), |f| self.bid(f));
+                match &mut self.backend {
+                    Backend::Embedded(e) => Ok(embedded(e, id)?),
+                    Backend::Daemon(_) => Err(CmError::Disconnected),
+                }
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -53,7 +86,7 @@ impl Cm {
             Backend::Daemon(d) if d.batch_full(self.batch_limit) => d.flush(),
             Backend::Daemon(_) => Ok(()),
             Backend::Embedded(e) => {
-                e.pump(&mut self.events);
+                e.pump(&mut self.events, &self.fo.to_app);
                 if !self.dispatching {
                     e.rearm(!self.events.is_empty())?;
                 }

@@ -46,18 +46,21 @@ impl Cm {
             Backend::Embedded(_) => String::new(),
         };
         self.ask(
-            |e| {
+            Some(flow),
+            |e, flow| {
                 let mf = e.core.macroflow_of(flow)?;
                 e.core.set_controller(cm_clock::now(), mf, cfg)
             },
-            |seq| ToDaemon::SetController {
+            |seq, flow| ToDaemon::SetController {
                 seq,
                 flow: flow.to_u64(),
                 spec,
             },
             |r| matches!(r, ToClient::Done { .. }).then_some(()),
             "unexpected reply to set_controller",
-        )
+        )?;
+        self.note_controller(flow, cfg);
+        Ok(())
     }
 
     /// The bottleneck capacity of `flow`'s path, as the application or its
@@ -68,11 +71,12 @@ impl Cm {
     pub fn set_capacity(&mut self, flow: FlowId, capacity: Option<Rate>) -> Result<(), CmError> {
         self.check_flow(flow)?;
         self.fire(
-            |core, now| {
+            flow,
+            |core, now, flow| {
                 let mf = core.macroflow_of(flow)?;
                 core.set_capacity(now, mf, capacity)
             },
-            || ToDaemon::SetCapacity {
+            |flow| ToDaemon::SetCapacity {
                 flow: flow.to_u64(),
                 capacity: capacity.map(Rate::bytes_per_sec),
             },
@@ -94,11 +98,12 @@ impl Cm {
     ) -> Result<(), CmError> {
         self.check_flow(flow)?;
         self.fire(
-            |core, now| {
+            flow,
+            |core, now, flow| {
                 let mf = core.macroflow_of(flow)?;
                 core.set_feedback_lag(now, mf, lag_per_mille)
             },
-            || ToDaemon::SetFeedbackLag {
+            |flow| ToDaemon::SetFeedbackLag {
                 flow: flow.to_u64(),
                 lag: lag_per_mille,
             },

@@ -1,7 +1,9 @@
 //! Delivering events: polling, callbacks, waiting, libcm's own loop, the
 //! pollable descriptor and SIGIO (cm-implementation-linux §2.2, §3.1).
 
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+
+use rustix::event::epoll;
 
 use super::Cm;
 use crate::backend::Backend;
@@ -12,24 +14,17 @@ impl Cm {
     /// Gather what the CM has for this handle without blocking; grants for
     /// buffered flows are served here and never surface.
     fn pump(&mut self) -> Result<(), CmError> {
-        match &mut self.backend {
-            Backend::Embedded(e) => e.pump(&mut self.events),
-            Backend::Daemon(d) => {
-                let before = self.events.len();
-                d.pump(&mut self.events)?;
-                // Flows the daemon reclaimed are no longer this handle's.
-                let gone: Vec<_> = self
-                    .events
-                    .range(before..)
-                    .filter_map(|e| match *e {
-                        CmEvent::FlowReclaimed { flow } => Some(flow),
-                        _ => None,
-                    })
-                    .collect();
-                for flow in gone {
-                    self.forget(flow);
-                }
+        self.failover_tick()?;
+        let r = match &mut self.backend {
+            Backend::Embedded(e) => {
+                e.pump(&mut self.events, &self.fo.to_app);
+                Ok(())
             }
+            Backend::Daemon(d) => d.pump(&mut self.events, &self.fo.to_app),
+        };
+        match r {
+            Err(e) if self.should_fail_over(&e) => self.fail_over()?,
+            r => r?,
         }
         // Serve every queued grant of a buffered flow, not only new ones: a
         // call's own pump (embedded `after_call`) may already have queued it.
@@ -44,7 +39,11 @@ impl Cm {
         if self.events.is_empty() || !self.buffered.is_empty() {
             self.pump()?;
         }
-        Ok(self.events.pop_front())
+        let ev = self.events.pop_front();
+        if let Some(ev) = &ev {
+            self.observe(ev);
+        }
+        Ok(ev)
     }
 
     /// Deliver every ready event to the registered callbacks (events with no
@@ -75,6 +74,7 @@ impl Cm {
             let Some(ev) = self.events.pop_front() else {
                 break;
             };
+            self.observe(&ev);
             match ev {
                 CmEvent::Send { flow, bytes } if self.on_send.is_some() => {
                     if let Some(mut cb) = self.on_send.take() {
@@ -106,7 +106,7 @@ impl Cm {
             Backend::Daemon(_) => Ok(()),
             Backend::Embedded(e) => {
                 e.ack_fd();
-                e.pump(&mut self.events);
+                e.pump(&mut self.events, &self.fo.to_app);
                 e.rearm(!self.events.is_empty())
             }
         }
@@ -124,10 +124,13 @@ impl Cm {
                 if d.has_inbox() {
                     return Ok(());
                 }
-                d.block(timeout)
+                match d.block(timeout) {
+                    Err(e) if self.should_fail_over(&e) => self.fail_over(),
+                    r => r,
+                }
             }
             Backend::Embedded(e) => {
-                e.pump(&mut self.events);
+                e.pump(&mut self.events, &self.fo.to_app);
                 if self.events.is_empty() {
                     e.wait(timeout);
                 }
@@ -149,11 +152,11 @@ impl Cm {
         }
         match &mut self.backend {
             Backend::Embedded(e) => {
-                e.pump(&mut self.events);
+                e.pump(&mut self.events, &self.fo.to_app);
                 if !self.events.is_empty() {
                     return Some(std::time::Duration::ZERO);
                 }
-                e.core.poll_timeout().map(cm_clock::until)
+                e.next_deadline().map(cm_clock::until)
             }
             Backend::Daemon(d) => {
                 // The caller is about to sleep: batched calls must go now.
@@ -199,21 +202,63 @@ impl Cm {
     /// enough: calls batched with autoflush off must be sent, and over
     /// [`crate::Transport::Socket`] events read off the socket while a call
     /// waited for its reply sit in libcm with the socket quiet.
+    ///
+    /// The descriptor is libcm's own epoll set around the CM's (the
+    /// daemon's doorbell and socket, or the embedded CM's timer), so it
+    /// stays the same when a daemon-mode handle moves to an embedded CM
+    /// and back (`failover`); a daemon that hung up is no longer in it.
     pub fn pollable_fd(&mut self) -> Result<BorrowedFd<'_>, CmError> {
         if let Backend::Embedded(e) = &mut self.backend {
             e.fd()?;
-            e.pump(&mut self.events);
+            e.pump(&mut self.events, &self.fo.to_app);
             e.rearm(!self.events.is_empty())?;
         }
-        match &mut self.backend {
-            Backend::Daemon(d) => {
-                d.flush()?;
+        let prepared = match &mut self.backend {
+            Backend::Daemon(d) => d
+                .flush()
                 // Arms the doorbell the descriptor watches (or rings it if
                 // frames already wait).
-                d.prepare_poll()?;
-                d.fd()
+                .and_then(|()| d.prepare_poll()),
+            Backend::Embedded(_) => Ok(()),
+        };
+        match prepared {
+            Err(e) if self.should_fail_over(&e) => {
+                self.fail_over()?;
+                if let Backend::Embedded(e) = &mut self.backend {
+                    e.fd()?;
+                    e.rearm(true)?;
+                }
             }
-            Backend::Embedded(e) => e.fd(),
+            r => r?,
+        }
+        if self.outer.is_none() {
+            self.outer = Some(epoll::create(epoll::CreateFlags::CLOEXEC)?);
+            self.watch_backend()?;
+        }
+        match &self.outer {
+            Some(fd) => Ok(fd.as_fd()),
+            None => Err(CmError::Invalid("no descriptor")),
+        }
+    }
+
+    /// Put the CM's own descriptor in the application's epoll set (after
+    /// the set is made, and after each move).
+    pub(super) fn watch_backend(&mut self) -> Result<(), CmError> {
+        let Some(outer) = &self.outer else {
+            return Ok(());
+        };
+        let inner = match &mut self.backend {
+            Backend::Daemon(d) => d.fd()?,
+            Backend::Embedded(e) => e.fd()?,
+        };
+        match epoll::add(
+            outer,
+            inner,
+            epoll::EventData::new_u64(0),
+            epoll::EventFlags::IN,
+        ) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => Ok(()),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -232,8 +277,14 @@ impl Cm {
                 d.set_socket_bell();
                 return Ok(());
             }
+            // O_ASYNC on the socket itself (libcm's epoll set around it
+            // cannot raise SIGIO).
+            return sigio::enable(d.socket().as_raw_fd());
         }
-        let fd = self.pollable_fd()?.as_raw_fd();
+        let Backend::Embedded(e) = &mut self.backend else {
+            return Ok(());
+        };
+        let fd = e.fd()?.as_raw_fd();
         sigio::enable(fd)
     }
 }

@@ -17,8 +17,9 @@ impl Cm {
         }
         self.check_update(flow, &fb)?;
         self.fire(
-            |core, now| core.update(now, flow, fb),
-            || ToDaemon::Update {
+            flow,
+            |core, now, flow| core.update(now, flow, fb),
+            |flow| ToDaemon::Update {
                 flow: flow.to_u64(),
                 nsent: fb.nsent.get(),
                 nrecd: fb.nrecd.get(),
@@ -32,9 +33,10 @@ impl Cm {
     /// smoothed RTT and variation, and its loss rate; `None` fields have no
     /// estimate yet.
     pub fn query(&mut self, flow: FlowId) -> Result<PathEstimate, CmError> {
-        self.ask(
-            |e| e.core.query(flow),
-            |seq| ToDaemon::Query {
+        let e = self.ask(
+            Some(flow),
+            |e, flow| e.core.query(flow),
+            |seq, flow| ToDaemon::Query {
                 seq,
                 flow: flow.to_u64(),
             },
@@ -43,7 +45,9 @@ impl Cm {
                 _ => None,
             },
             "unexpected reply to query",
-        )
+        )?;
+        self.note_estimate(flow, e);
+        Ok(e)
     }
 
     /// `cm_bulk_update`: several feedback reports in one call.
@@ -53,6 +57,20 @@ impl Cm {
 
     /// `cm_bulk_query`: the estimates of several flows in one round trip.
     pub fn bulk_query(&mut self, flows: &[FlowId]) -> Result<Vec<PathEstimate>, CmError> {
+        let ids: Vec<FlowId> = flows.iter().map(|&f| self.bid(f)).collect();
+        let r = self.bulk_query_ids(&ids);
+        match r {
+            Err(e) if self.should_fail_over(&e) => {
+                self.fail_over()?;
+                let ids: Vec<FlowId> = flows.iter().map(|&f| self.bid(f)).collect();
+                self.bulk_query_ids(&ids)
+            }
+            r => r,
+        }
+    }
+
+    /// `bulk_query` in the ids of the CM in use.
+    fn bulk_query_ids(&mut self, flows: &[FlowId]) -> Result<Vec<PathEstimate>, CmError> {
         match &mut self.backend {
             Backend::Embedded(e) => flows
                 .iter()

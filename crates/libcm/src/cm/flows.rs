@@ -15,21 +15,21 @@ impl Cm {
     /// destination host.
     pub fn open(&mut self, src: Option<SocketAddr>, dst: SocketAddr) -> Result<FlowId, CmError> {
         let flow = self.ask(
-            |e| {
+            None,
+            |e, _| {
                 let now = cm_clock::now();
                 let mut p = OpenParams::to(dst);
                 p.src = src;
                 e.core.open(now, e.client, p)
             },
-            |seq| ToDaemon::Open { seq, src, dst },
+            |seq, _| ToDaemon::Open { seq, src, dst },
             |r| match r {
                 ToClient::Opened { flow, .. } => Some(FlowId::from_u64(flow)),
                 _ => None,
             },
             "unexpected reply to open",
         )?;
-        self.opened(flow);
-        Ok(flow)
+        Ok(self.opened(flow, src, dst))
     }
 
     /// `cm_mtu(flow)`: the largest grant unit on the flow's path.
@@ -38,8 +38,9 @@ impl Cm {
             return Ok(m);
         }
         let m = self.ask(
-            |e| Ok(u32::try_from(e.core.mtu(flow)?.get()).unwrap_or(u32::MAX)),
-            |seq| ToDaemon::Mtu {
+            Some(flow),
+            |e, flow| Ok(u32::try_from(e.core.mtu(flow)?.get()).unwrap_or(u32::MAX)),
+            |seq, flow| ToDaemon::Mtu {
                 seq,
                 flow: flow.to_u64(),
             },
@@ -56,8 +57,9 @@ impl Cm {
     /// `cm_getmacroflow(flow)`.
     pub fn macroflow_of(&mut self, flow: FlowId) -> Result<MacroflowId, CmError> {
         self.ask(
-            |e| e.core.macroflow_of(flow),
-            |seq| ToDaemon::GetMacroflow {
+            Some(flow),
+            |e, flow| e.core.macroflow_of(flow),
+            |seq, flow| ToDaemon::GetMacroflow {
                 seq,
                 flow: flow.to_u64(),
             },
@@ -75,8 +77,9 @@ impl Cm {
     ) -> Result<MacroflowId, CmError> {
         self.mtus.remove(&flow);
         self.ask(
-            |e| e.core.set_macroflow(cm_clock::now(), flow, target),
-            |seq| ToDaemon::SetMacroflow {
+            Some(flow),
+            |e, flow| e.core.set_macroflow(cm_clock::now(), flow, target),
+            |seq, flow| ToDaemon::SetMacroflow {
                 seq,
                 flow: flow.to_u64(),
                 target: target.map(MacroflowId::to_u64),
@@ -90,26 +93,31 @@ impl Cm {
     pub fn set_weight(&mut self, flow: FlowId, weight: u32) -> Result<(), CmError> {
         self.check_weight(flow, weight)?;
         self.fire(
-            |core, now| core.set_weight(now, flow, weight),
-            || ToDaemon::SetWeight {
+            flow,
+            |core, now, flow| core.set_weight(now, flow, weight),
+            |flow| ToDaemon::SetWeight {
                 flow: flow.to_u64(),
                 weight,
             },
-        )
+        )?;
+        self.note_weight(flow, weight);
+        Ok(())
     }
 
     /// `cm_close(flow)`: the flow ends; its share goes to its siblings.
     pub fn close(&mut self, flow: FlowId) -> Result<(), CmError> {
         self.check_flow(flow)?;
-        self.forget(flow);
         self.buffered.remove(&flow);
         self.peers.remove(&flow);
-        self.fire(
-            |core, now| core.close(now, flow),
-            || ToDaemon::Close {
+        let r = self.fire(
+            flow,
+            |core, now, flow| core.close(now, flow),
+            |flow| ToDaemon::Close {
                 flow: flow.to_u64(),
             },
-        )
+        );
+        self.forget(flow);
+        r
     }
 }
 

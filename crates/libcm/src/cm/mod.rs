@@ -18,6 +18,7 @@ mod buffered;
 mod calls;
 mod controller;
 mod dispatch;
+mod failover;
 mod feedback;
 mod flows;
 mod peer;
@@ -71,8 +72,14 @@ pub struct Cm {
     /// The CM protocol's peer state per flow (embedded mode's `stat`; the
     /// daemon keeps its own).
     peers: IdMap<FlowId, cm_ipc::PeerStat>,
-    /// Daemon mode: the flows open on this handle (see `args`).
-    own: IdMap<FlowId, ()>,
+    /// Daemon mode: the flows open on this handle, by application id
+    /// (see `args` and `failover`).
+    own: IdMap<FlowId, failover::FlowRecord>,
+    /// Moving to an embedded CM and back (see `failover`).
+    fo: failover::Failover,
+    /// The application's descriptor: an epoll set watching the CM in use,
+    /// stable across moves (see [`Cm::pollable_fd`]).
+    outer: Option<std::os::fd::OwnedFd>,
 }
 
 impl std::fmt::Debug for Cm {
@@ -120,9 +127,12 @@ impl Cm {
 
     /// The daemon listening at `path`, with the frames carried as asked.
     pub fn connect_with(path: impl AsRef<Path>, transport: Transport) -> Result<Cm, CmError> {
-        Ok(Cm::with_backend(Backend::Daemon(Box::new(
-            DaemonConn::connect(path.as_ref(), transport)?,
-        ))))
+        let mut cm = Cm::with_backend(Backend::Daemon(Box::new(DaemonConn::connect(
+            path.as_ref(),
+            transport,
+        )?)));
+        cm.fo = failover::Failover::new(Some((path.as_ref().to_path_buf(), transport)));
+        Ok(cm)
     }
 
     /// Daemon mode: how frames travel (shared memory unless the daemon
@@ -147,6 +157,8 @@ impl Cm {
             mtus: IdMap::default(),
             peers: IdMap::default(),
             own: IdMap::default(),
+            fo: failover::Failover::new(None),
+            outer: None,
         }
     }
 

@@ -29,8 +29,9 @@ impl Cm {
             Backend::Daemon(_) => {
                 self.check_flow(flow)?;
                 self.fire(
-                    |_, _| Ok(()),
-                    || ToDaemon::SetPeer {
+                    flow,
+                    |_, _, _| Ok(()),
+                    |flow| ToDaemon::SetPeer {
                         flow: flow.to_u64(),
                         peer,
                     },

@@ -21,12 +21,15 @@ impl Cm {
     pub fn set_rate_updates(&mut self, flow: FlowId, on: bool) -> Result<(), CmError> {
         self.check_flow(flow)?;
         self.fire(
-            |core, now| core.set_rate_updates(now, flow, on),
-            || ToDaemon::RateUpdates {
+            flow,
+            |core, now, flow| core.set_rate_updates(now, flow, on),
+            |flow| ToDaemon::RateUpdates {
                 flow: flow.to_u64(),
                 on,
             },
-        )
+        )?;
+        self.note_rate_updates(flow, on);
+        Ok(())
     }
 
     /// `cm_thresh(down, up)`: report when the rate falls to 1/`rate_down`
@@ -36,14 +39,17 @@ impl Cm {
         t.validate()?;
         self.check_flow(flow)?;
         self.fire(
-            |core, now| core.set_thresholds(now, flow, t),
-            || ToDaemon::Thresh {
+            flow,
+            |core, now, flow| core.set_thresholds(now, flow, t),
+            |flow| ToDaemon::Thresh {
                 flow: flow.to_u64(),
                 rate_down: t.rate_down,
                 rate_up: t.rate_up,
                 rtt_down: t.rtt_down,
                 rtt_up: t.rtt_up,
             },
-        )
+        )?;
+        self.note_thresholds(flow, t);
+        Ok(())
     }
 }

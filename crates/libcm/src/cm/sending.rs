@@ -22,12 +22,15 @@ impl Cm {
         }
         self.check_request(flow, k)?;
         self.fire(
-            |core, now| core.request_mtus(now, flow, k),
-            || ToDaemon::Request {
+            flow,
+            |core, now, flow| core.request_mtus(now, flow, k),
+            |flow| ToDaemon::Request {
                 flow: flow.to_u64(),
                 k,
             },
-        )
+        )?;
+        self.note_request(flow);
+        Ok(())
     }
 
     /// `cm_notify(flow, nsent)`: `nsent` bytes were sent on the flow (0
@@ -35,8 +38,9 @@ impl Cm {
     pub fn notify(&mut self, flow: FlowId, nsent: u64) -> Result<(), CmError> {
         self.check_flow(flow)?;
         self.fire(
-            |core, now| core.notify(now, flow, Bytes(nsent)),
-            || ToDaemon::Notify {
+            flow,
+            |core, now, flow| core.notify(now, flow, Bytes(nsent)),
+            |flow| ToDaemon::Notify {
                 flow: flow.to_u64(),
                 nsent,
             },

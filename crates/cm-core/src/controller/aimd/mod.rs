@@ -431,6 +431,19 @@ impl Controller for Aimd {
         self.set_cwnd(w);
         self.bytes_acked = Bytes::ZERO;
     }
+
+    fn resume(&mut self, window: Bytes) {
+        // The window another CM reached on this path, as after a loss
+        // episode: ssthresh at the window, so growth is linear from there
+        // (RFC 5681 §3.1); nothing of this CM's own history applies.
+        self.set_cwnd(window);
+        self.ssthresh = self.cwnd;
+        self.bytes_acked = Bytes::ZERO;
+        self.recovery_until = None;
+        self.episode = None;
+        self.aged_from = None;
+        self.round = None;
+    }
 }
 
 #[cfg(test)]

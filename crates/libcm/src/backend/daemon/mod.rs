@@ -121,6 +121,16 @@ pub(crate) struct DaemonConn {
 impl DaemonConn {
     /// Connect, say Hello (and attach the shared rings, if asked and offered).
     pub(crate) fn connect(path: &Path, transport: Transport) -> Result<Self, CmError> {
+        Self::connect_within(path, transport, DEFAULT_REPLY_TIMEOUT)
+    }
+
+    /// [`DaemonConn::connect`], waiting at most `welcome` for the daemon's
+    /// answer to Hello.
+    pub(crate) fn connect_within(
+        path: &Path,
+        transport: Transport,
+        welcome: std::time::Duration,
+    ) -> Result<Self, CmError> {
         let fd = socket_with(
             AddressFamily::UNIX,
             SocketType::SEQPACKET,
@@ -145,7 +155,7 @@ impl DaemonConn {
             awaiting: false,
             spin_now: DEFAULT_SPIN,
             asked_at: None,
-            reply_timeout: DEFAULT_REPLY_TIMEOUT,
+            reply_timeout: welcome,
             counters: IpcCounters::default(),
             rings: None,
             sock_checked: std::time::Instant::now(),
@@ -159,6 +169,7 @@ impl DaemonConn {
         }
         c.flush()?;
         c.handshake(attach)?;
+        c.reply_timeout = DEFAULT_REPLY_TIMEOUT;
         Ok(c)
     }
 
@@ -482,11 +493,17 @@ impl DaemonConn {
     }
 
     /// Move events (not replies) from the inbox to `out`.
-    pub(crate) fn pump(&mut self, out: &mut VecDeque<CmEvent>) -> Result<(), CmError> {
+    /// (`to_app` maps the daemon's flow ids to the application's, after a
+    /// move; see `cm::failover`.)
+    pub(crate) fn pump(
+        &mut self,
+        out: &mut VecDeque<CmEvent>,
+        to_app: &cm_core::idhash::IdMap<cm_core::FlowId, cm_core::FlowId>,
+    ) -> Result<(), CmError> {
         self.drain()?;
         while let Some(m) = self.inbox.pop_front() {
             if let Some(ev) = CmEvent::from_wire(&m) {
-                out.push_back(ev);
+                out.push_back(ev.to_app(to_app));
             }
             // A reply nobody waits for (a call abandoned by an error) is dropped.
         }
