@@ -22,7 +22,10 @@
  * CONTEXT. The papers' calls act on one implicit per-process context. It is
  * created by the first call with the host's CM daemon if its socket exists
  * ($CM_SOCKET, else $XDG_RUNTIME_DIR/cm.sock, else /run/cm.sock) and an
- * in-process ("embedded") CM otherwise. cm_init_embedded() and
+ * in-process ("embedded") CM otherwise; a socket file with no daemon behind
+ * it (one that crashed or is restarting) gives an embedded CM standing in
+ * (cm_status() == CM_STATUS_FALLBACK) that joins the daemon once it
+ * listens (FAILOVER below). cm_init_embedded() and
  * cm_init_daemon(path) choose explicitly, before any other call (else
  * -EALREADY); cm_fini() drops the context and its flows. Programs that want
  * several contexts, or no hidden state, use cm_ctx_new*() and the cm_ctx_*

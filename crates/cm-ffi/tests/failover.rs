@@ -422,3 +422,40 @@ fn a_c_client_carries_on_and_rejoins() {
         "not congestion controlled: {peak:.0} B/s"
     );
 }
+
+/// A client that starts while its daemon is down (the socket file is
+/// there, nobody listens) runs on an embedded CM standing in, and joins
+/// the daemon once it listens, with its flows.
+#[test]
+fn a_client_started_before_its_daemon_joins_it() {
+    let _serial = serial();
+    let mut daemon = DaemonProcess::start();
+    let socket = daemon.socket().to_owned();
+    daemon.kill_now();
+    assert!(
+        std::path::Path::new(&socket).exists(),
+        "no stale socket file"
+    );
+    let mut cm = Cm::connect_or_stand_in(&socket).unwrap();
+    assert_eq!(cm.status(), Status::Fallback);
+    let f = cm.open(None, "192.0.2.42:7".parse().unwrap()).unwrap();
+    cm.request(f).unwrap();
+    let granted = (0..100).any(|_| {
+        cm.wait(Some(Duration::from_millis(5))).unwrap();
+        matches!(cm.poll_event(), Ok(Some(CmEvent::Send { .. })))
+    });
+    assert!(granted, "no grant from the stand-in");
+    cm.notify(f, 1460).unwrap();
+    let restarted = Instant::now();
+    daemon.restart();
+    while cm.status() != Status::Daemon {
+        assert!(restarted.elapsed() < Duration::from_secs(3), "never joined");
+        cm.wait(Some(Duration::from_millis(20))).unwrap();
+        let _ = cm.poll_event().unwrap();
+    }
+    assert_eq!(daemon_flows(&socket), 1);
+    cm.update(f, Feedback::acked(1460, libcm::Duration::from_millis(10)))
+        .unwrap();
+    assert!(cm.query(f).is_ok());
+    cm.close(f).unwrap();
+}

@@ -121,6 +121,21 @@ impl Cm {
         self.fo.status
     }
 
+    /// An embedded CM standing in for the daemon expected at `path`
+    /// (its socket file is there, nobody listens): `Fallback` from the
+    /// start, joining the daemon when one listens.
+    pub(super) fn standing_in(path: PathBuf) -> Result<Cm, CmError> {
+        let t = match std::env::var("CM_TRANSPORT").as_deref() {
+            Ok("socket") => Transport::Socket,
+            _ => Transport::SharedMemory,
+        };
+        let mut cm = Cm::embedded(Config::default())?;
+        cm.fo = Failover::new(Some((path, t)));
+        cm.fo.status = Status::Fallback;
+        cm.retry_in(RETRY_FIRST);
+        Ok(cm)
+    }
+
     /// Whether a daemon-mode handle moves its flows to an embedded CM when
     /// the daemon goes away (default `true`); with `false` every call then
     /// fails with [`CmError::Disconnected`].

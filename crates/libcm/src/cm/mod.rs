@@ -93,17 +93,27 @@ impl std::fmt::Debug for Cm {
 
 impl Cm {
     /// The daemon at [`crate::default_socket_path`] if one is listening,
-    /// else an embedded CM with the default configuration.
+    /// else an embedded CM with the default configuration. A socket file
+    /// with no daemon behind it (a daemon that crashed or is restarting)
+    /// gives an embedded CM in [`crate::Status::Fallback`]: it joins the
+    /// daemon once one listens there (see [`Cm::status`]).
     pub fn new() -> Result<Cm, CmError> {
         let path = cm_ipc::default_socket_path();
         if path.exists() {
-            match Cm::connect(&path) {
-                Ok(cm) => return Ok(cm),
-                Err(CmError::NoDaemon { .. }) => {} // stale socket file
-                Err(e) => return Err(e),
-            }
+            return Cm::connect_or_stand_in(path);
         }
         Cm::embedded(Config::default())
+    }
+
+    /// The daemon listening at `path`, or, if none listens there yet, an
+    /// embedded CM in [`crate::Status::Fallback`] that joins the daemon
+    /// once one does.
+    pub fn connect_or_stand_in(path: impl AsRef<Path>) -> Result<Cm, CmError> {
+        match Cm::connect(path.as_ref()) {
+            Ok(cm) => Ok(cm),
+            Err(CmError::NoDaemon { .. }) => Cm::standing_in(path.as_ref().to_path_buf()),
+            Err(e) => Err(e),
+        }
     }
 
     /// A CM inside this process.
