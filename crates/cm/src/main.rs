@@ -8,6 +8,7 @@ mod experiment_cmd;
 mod flow_cmd;
 mod query_cmd;
 mod sim_cmd;
+mod soak;
 mod stat_cmd;
 mod stat_view;
 mod top_cmd;
@@ -50,6 +51,11 @@ enum Command {
     /// ttcp-style bulk transfers: `cm ttcp recv` / `cm ttcp send host:port`,
     /// TCP/CM (TCP over UDP, congestion control by the CM) or Linux TCP.
     Ttcp(ttcp_cmd::TtcpArgs),
+    /// Run a private daemon under misbehaving clients (killed mid-call,
+    /// garbage, floods, limits, a second user) while checking every second
+    /// that well-behaved clients are served and nothing leaks; exits 1 on
+    /// any violation.
+    Soak(soak::SoakArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -64,6 +70,7 @@ fn main() -> std::process::ExitCode {
         Command::Query(a) => query_cmd::run(&a),
         Command::Flow(a) => ok(flow_cmd::run(&a)),
         Command::Ttcp(a) => ok(ttcp_cmd::run(&a)),
+        Command::Soak(a) => soak::run(&a),
     };
     match result {
         Ok(code) => code,
