@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod bench_load;
 mod ccudp_acks;
 mod demo;
 mod experiment_cmd;
@@ -50,6 +51,9 @@ enum Command {
     /// ttcp-style bulk transfers: `cm ttcp recv` / `cm ttcp send host:port`,
     /// TCP/CM (TCP over UDP, congestion control by the CM) or Linux TCP.
     Ttcp(ttcp_cmd::TtcpArgs),
+    /// Benchmarks against a running system: `cm bench load` drives a `cmd`
+    /// it starts with many clients and flows.
+    Bench(bench_load::BenchArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -64,6 +68,7 @@ fn main() -> std::process::ExitCode {
         Command::Query(a) => query_cmd::run(&a),
         Command::Flow(a) => ok(flow_cmd::run(&a)),
         Command::Ttcp(a) => ok(ttcp_cmd::run(&a)),
+        Command::Bench(a) => ok(bench_load::run(&a)),
     };
     match result {
         Ok(code) => code,
