@@ -217,6 +217,8 @@ fn bad_options_are_refused_clearly() {
         (&["--clients", "1000", "--flows", "5000"], "at most"),
         (&["--sweep", "--clients", "3"], "cannot be used"),
         (&["--cmd", "/nonexistent/cmd"], "no daemon binary"),
+        // A "daemon" that exits at once: reported, its directory removed.
+        (&["--cmd", "/bin/false"], "before listening"),
         (&["--no-such-option"], "unexpected argument"),
     ];
     for (args, says) in cases {

@@ -168,19 +168,6 @@ impl LoadArgs {
         if flows == 0 {
             bail!("--flows must be at least 1");
         }
-        let cmd = match &self.cmd {
-            Some(p) => p.clone(),
-            None => std::env::current_exe()
-                .context("finding this program's directory")?
-                .with_file_name("cmd"),
-        };
-        if !cmd.is_file() {
-            bail!(
-                "no daemon binary at {}: build it in the same profile \
-                 (`cargo build -p cm-daemon`, or --release) or pass --cmd PATH",
-                cmd.display()
-            );
-        }
         let counts = if self.sweep {
             self.sweep_clients.clone().unwrap_or_else(|| {
                 if quick {
@@ -222,8 +209,25 @@ impl LoadArgs {
                 duration: Duration::from_secs_f64(secs),
                 bulk: self.bulk,
                 transport: self.transport,
-                cmd: cmd.clone(),
+                // Set below, once the options are known to be sound.
+                cmd: PathBuf::new(),
             });
+        }
+        let cmd = match &self.cmd {
+            Some(p) => p.clone(),
+            None => std::env::current_exe()
+                .context("finding this program's directory")?
+                .with_file_name("cmd"),
+        };
+        if !cmd.is_file() {
+            bail!(
+                "no daemon binary at {}: build it in the same profile \
+                 (`cargo build -p cm-daemon`, or --release) or pass --cmd PATH",
+                cmd.display()
+            );
+        }
+        for r in &mut runs {
+            r.cmd.clone_from(&cmd);
         }
         Ok(Plan {
             runs,
