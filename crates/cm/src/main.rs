@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod bench_load;
 mod ccudp_acks;
 mod demo;
 mod experiment_cmd;
@@ -56,6 +57,9 @@ enum Command {
     /// that well-behaved clients are served and nothing leaks; exits 1 on
     /// any violation.
     Soak(soak::SoakArgs),
+    /// Benchmarks against a running system: `cm bench load` drives a `cmd`
+    /// it starts with many clients and flows.
+    Bench(bench_load::BenchArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -71,6 +75,7 @@ fn main() -> std::process::ExitCode {
         Command::Flow(a) => ok(flow_cmd::run(&a)),
         Command::Ttcp(a) => ok(ttcp_cmd::run(&a)),
         Command::Soak(a) => soak::run(&a),
+        Command::Bench(a) => ok(bench_load::run(&a)),
     };
     match result {
         Ok(code) => code,

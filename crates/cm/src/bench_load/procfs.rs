@@ -1,0 +1,94 @@
+//! What /proc says about a process: CPU time (`/proc/<pid>/stat` utime +
+//! stime), resident memory (`/proc/<pid>/status` VmRSS, RssAnon,
+//! RssShmem) and open descriptors (`/proc/<pid>/fd`).
+
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+
+/// Clock ticks per second of `/proc/<pid>/stat` times (USER_HZ, 100 on
+/// Linux for every architecture's user ABI).
+const USER_HZ: u64 = 100;
+
+/// One look at a process.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProcSample {
+    /// User plus system CPU time so far.
+    pub cpu: Duration,
+    /// Resident memory, bytes (VmRSS).
+    pub rss: u64,
+    /// Anonymous resident memory (heap, stacks), bytes (RssAnon).
+    pub rss_anon: u64,
+    /// Resident shared memory (the clients' rings), bytes (RssShmem).
+    pub rss_shmem: u64,
+    /// Open file descriptors.
+    pub fds: u64,
+}
+
+/// CPU time of process `pid` (user + system).
+pub fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
+    let path = format!("/proc/{pid}/stat");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    // The command name (field 2) is in parentheses and may hold spaces:
+    // fields are counted after its closing parenthesis.
+    let rest = text
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .ok_or_else(|| anyhow!("{path}: no ')' after the command name"))?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After ')': field 3 (state) is index 0, so utime (14) is 11, stime 12.
+    let num = |i: usize| -> anyhow::Result<u64> {
+        fields
+            .get(i)
+            .and_then(|f| f.parse().ok())
+            .ok_or_else(|| anyhow!("{path}: field {} is not a number", i + 3))
+    };
+    let ticks = num(11)? + num(12)?;
+    Ok(Duration::from_millis(ticks * 1000 / USER_HZ))
+}
+
+/// A `kB` line of `/proc/<pid>/status`, in bytes (0 if absent).
+fn status_kib(status: &str, key: &str) -> u64 {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
+}
+
+/// Everything at once for process `pid`.
+pub fn sample(pid: u32) -> anyhow::Result<ProcSample> {
+    let path = format!("/proc/{pid}/status");
+    let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    let fd_dir = format!("/proc/{pid}/fd");
+    let fds = std::fs::read_dir(&fd_dir)
+        .with_context(|| format!("listing {fd_dir}"))?
+        .count();
+    Ok(ProcSample {
+        cpu: cpu_time(pid)?,
+        rss: status_kib(&status, "VmRSS"),
+        rss_anon: status_kib(&status, "RssAnon"),
+        rss_shmem: status_kib(&status, "RssShmem"),
+        fds: fds as u64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn this_process_is_readable() {
+        let s = sample(std::process::id()).unwrap();
+        assert!(s.rss > 0 && s.fds > 0);
+    }
+
+    #[test]
+    fn status_lines_parse() {
+        let st = "Name:\tcmd\nVmRSS:\t   1234 kB\nRssShmem:\t 8 kB\n";
+        assert_eq!(status_kib(st, "VmRSS"), 1234 * 1024);
+        assert_eq!(status_kib(st, "RssShmem"), 8 * 1024);
+        assert_eq!(status_kib(st, "RssAnon"), 0);
+    }
+}
