@@ -98,14 +98,7 @@ fn soak(a: &SoakArgs, socket: &Path, daemon: &mut Daemon) -> Result<monitor::Rep
     let tally = Arc::new(Tally::default());
     let duration = Duration::from_secs_f64(a.minutes * 60.0);
     let latency = Duration::from_millis(a.latency_ms);
-    let mut threads = workers::start_all(
-        socket,
-        a.clients,
-        a.flow_limit,
-        latency,
-        &stop,
-        &tally,
-    )?;
+    let mut threads = workers::start_all(socket, a.clients, a.flow_limit, latency, &stop, &tally)?;
     let started = Instant::now();
     let report = monitor::watch(
         socket,

@@ -103,12 +103,7 @@ impl Report {
 }
 
 /// Check the invariants every second for `b.duration`.
-pub(crate) fn watch(
-    socket: &Path,
-    daemon: &mut Daemon,
-    t: &Tally,
-    b: Bounds,
-) -> Result<Report> {
+pub(crate) fn watch(socket: &Path, daemon: &mut Daemon, t: &Tally, b: Bounds) -> Result<Report> {
     let mut r = Report::default();
     let start = Instant::now();
     let pid = daemon.pid();
@@ -161,7 +156,9 @@ pub(crate) fn watch(
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone();
             for (i, (a, b)) in now.iter().zip(&last_turns).enumerate() {
-                r.check(a > b, || format!("well-behaved client {i} made no progress in 2 s"));
+                r.check(a > b, || {
+                    format!("well-behaved client {i} made no progress in 2 s")
+                });
             }
             last_turns = now;
             last_progress = Instant::now();

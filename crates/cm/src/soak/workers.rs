@@ -111,7 +111,9 @@ fn well_behaved(i: usize, socket: &Path, latency: Duration, stop: &AtomicBool, t
         t.note_violation(format!("well-behaved client {i} could not connect"));
         return;
     };
-    let flows: Vec<FlowId> = (0..4).filter_map(|k| cm.open(None, host(i * 4 + k)).ok()).collect();
+    let flows: Vec<FlowId> = (0..4)
+        .filter_map(|k| cm.open(None, host(i * 4 + k)).ok())
+        .collect();
     if flows.len() < 4 {
         t.note_violation(format!("well-behaved client {i} could not open its flows"));
         return;
@@ -230,7 +232,9 @@ fn killer(socket: &Path, _limit: usize, stop: &AtomicBool, t: &Tally) {
 fn deaf(socket: &Path, _limit: usize, stop: &AtomicBool, t: &Tally) {
     while !stop.load(Ordering::Relaxed) {
         if let Ok(mut cm) = Cm::connect(socket) {
-            let flows: Vec<FlowId> = (0..8).filter_map(|i| cm.open(None, host(2000 + i)).ok()).collect();
+            let flows: Vec<FlowId> = (0..8)
+                .filter_map(|i| cm.open(None, host(2000 + i)).ok())
+                .collect();
             for _ in 0..20 {
                 for &f in &flows {
                     let _ = cm.request_mtus(f, 64);
@@ -319,9 +323,7 @@ fn limit_exceeder(socket: &Path, limit: usize, stop: &AtomicBool, t: &Tally) {
                 t.limit_hits.fetch_add(1, Ordering::Relaxed);
             }
             (CmError::Daemon(libcm::ErrorCode::RateLimited), _) => {}
-            _ => t.note_violation(format!(
-                "flow limit {limit}: opened {opened}, then {err}"
-            )),
+            _ => t.note_violation(format!("flow limit {limit}: opened {opened}, then {err}")),
         }
         drop(cm);
         std::thread::sleep(Duration::from_millis(500));
@@ -364,7 +366,9 @@ pub(crate) fn child_main(role: &str, socket: &Path) -> Result<()> {
         other => anyhow::bail!("unknown child role {other}"),
     };
     let mut cm = Cm::connect(&socket)?;
-    let flows: Vec<FlowId> = (0..8).filter_map(|i| cm.open(None, host(4000 + i)).ok()).collect();
+    let flows: Vec<FlowId> = (0..8)
+        .filter_map(|i| cm.open(None, host(4000 + i)).ok())
+        .collect();
     let end = Instant::now() + Duration::from_secs_f64(secs);
     while Instant::now() < end {
         for &f in &flows {
