@@ -109,7 +109,7 @@ run_target() {
   # Coverage at start (seeds only) and at the end, to show the feedback works.
   first="$(grep -m1 -oE 'INITED cov: [0-9]+ ft: [0-9]+' "$log" || true)"
   last="$(grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+' "$log" | tail -n1 || true)"
-  runs="$(grep -m1 -oE '^Done [0-9]+ runs in [0-9]+ second' "$log" || true)"
+  runs="$(grep -m1 -oE '^Done [0-9]+ runs in [0-9]+ second\(s\)' "$log" || true)"
   echo "fuzz $TARGET: ${runs#Done } without a crash; start: ${first#INITED }; end: $last"
   rm -f "$log"
 }
