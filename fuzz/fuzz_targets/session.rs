@@ -257,20 +257,18 @@ fn collect(h: &mut Harness, seen: &mut Seen) {
             match m {
                 // Not checked against ownership: a later message of the
                 // same frame may have closed it already.
-                ToClient::Opened { flow, .. } => {
-                    if seen.flows.len() < 64 {
-                        seen.flows.push(flow);
-                    }
+                ToClient::Opened { flow, .. } if seen.flows.len() < 64 => {
+                    seen.flows.push(flow);
                 }
                 ToClient::Grant { flow, .. }
                 | ToClient::GrantExpired { flow, .. }
                 | ToClient::RateUpdate { flow, .. } => {
                     assert!(h.owns(t, flow), "{m:?} to session {t}, not its open flow");
                 }
-                ToClient::Macroflow { id, .. } => {
-                    if seen.macroflows.len() < 64 && !seen.macroflows.contains(&id) {
-                        seen.macroflows.push(id);
-                    }
+                ToClient::Macroflow { id, .. }
+                    if seen.macroflows.len() < 64 && !seen.macroflows.contains(&id) =>
+                {
+                    seen.macroflows.push(id);
                 }
                 _ => {}
             }
