@@ -89,6 +89,8 @@ mod spin;
 mod temp;
 
 pub use config::DaemonConfig;
+#[doc(hidden)]
+pub use daemon::Harness;
 pub use daemon::{Daemon, StopHandle};
 pub use error::{ConfigError, DaemonError};
 pub use temp::TempDaemon;

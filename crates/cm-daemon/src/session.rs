@@ -107,6 +107,16 @@ impl Session {
         self.out.push(m);
     }
 
+    /// Take every queued frame, oldest first, instead of sending them (the
+    /// in-process [`crate::Harness`] reads a session's output this way).
+    pub(crate) fn take_frames(&mut self) -> Vec<Vec<u8>> {
+        if !self.out.is_empty() {
+            let f = self.out.finish();
+            self.backlog.push_back(f);
+        }
+        self.backlog.drain(..).collect()
+    }
+
     pub(crate) fn has_output(&self) -> bool {
         !self.out.is_empty() || !self.backlog.is_empty()
     }

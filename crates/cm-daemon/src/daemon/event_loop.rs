@@ -158,7 +158,7 @@ impl Daemon {
     }
 
     /// Hand the core's events to the clients owning their flows.
-    fn route_events(&mut self) {
+    pub(super) fn route_events(&mut self) {
         while let Some(ev) = self.core.poll_event() {
             let (flow, msg) = match ev {
                 Event::Grant { flow, bytes } => (
@@ -338,6 +338,11 @@ impl Daemon {
     /// A client is gone: close its flows (their macroflows keep serving the
     /// other clients) and forget it.
     pub(super) fn drop_session(&mut self, token: u64, why: &str) {
+        self.drop_session_at(token, why, cm_clock::now());
+    }
+
+    /// [`Daemon::drop_session`] at `now`.
+    pub(super) fn drop_session_at(&mut self, token: u64, why: &str, now: Instant) {
         let Some(s) = self.sessions.remove(&token) else {
             return;
         };
@@ -349,7 +354,6 @@ impl Daemon {
         }
         let mut reclaimed = 0;
         if let Some(c) = s.client {
-            let now = cm_clock::now();
             if let Ok(flows) = self.core.client_flows(c) {
                 for f in flows {
                     self.owner.remove(&f.to_u64());

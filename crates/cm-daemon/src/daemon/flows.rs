@@ -16,6 +16,10 @@ use cm_ipc::{ErrorCode, ToClient};
 use super::Daemon;
 use super::calls::{Reply, answer, code_of, done};
 
+/// Owners of gone macroflows tolerated beyond twice the live ones before
+/// they are swept (`forget_expired_owners`).
+pub(super) const MF_OWNER_SLACK: usize = 16;
+
 impl Daemon {
     /// The macroflow sharing partition of a user: one per uid unless users
     /// share (then all use partition 0).
@@ -120,12 +124,28 @@ impl Daemon {
             .set_macroflow(now, flow, target)
             .map_err(|e| code_of(&e))?;
         if target.is_none() {
+            self.forget_expired_owners();
             self.mf_owner.insert(id.to_u64(), uid);
         }
         Ok(Some(ToClient::Macroflow {
             seq,
             id: id.to_u64(),
         }))
+    }
+
+    /// Macroflows expire in the core (their linger over) without an event:
+    /// once the owners remembered outnumber twice the core's macroflows,
+    /// forget those of macroflows that are gone. Amortised O(1) per
+    /// `SetMacroflow`; the map stays within twice the core's macroflows
+    /// (plus a few) instead of growing with every call ever made.
+    fn forget_expired_owners(&mut self) {
+        if self.mf_owner.len() < 2 * self.core.macroflow_count() + MF_OWNER_SLACK {
+            return;
+        }
+        let core = &self.core;
+        // `capacity` is the cheapest lookup that fails for a gone macroflow.
+        self.mf_owner
+            .retain(|&id, _| core.capacity(MacroflowId::from_u64(id)).is_ok());
     }
 
     /// `SetController`: run `spec` on the flow's macroflow. The text comes

@@ -15,6 +15,7 @@
 mod calls;
 mod event_loop;
 mod flows;
+mod harness;
 mod rings;
 mod sending;
 mod stat;
@@ -37,6 +38,8 @@ use crate::config::DaemonConfig;
 use crate::error::DaemonError;
 use crate::log;
 use crate::session::Session;
+
+pub use harness::Harness;
 
 /// Epoll token of the control socket.
 const LISTENER: u64 = 0;
@@ -122,6 +125,17 @@ impl Daemon {
         // caller's uid (SO_PEERCRED).
         std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o666))?;
         listen(&listener, 128)?;
+        Daemon::with_listener(cfg, core, listener, path)
+    }
+
+    /// The loop's state around a listening socket (or, for [`Harness`], an
+    /// unbound one): the epoll set and the core's timer.
+    fn with_listener(
+        cfg: DaemonConfig,
+        core: CongestionManager,
+        listener: OwnedFd,
+        path: &Path,
+    ) -> Result<Daemon, DaemonError> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
         epoll::add(
             &epoll,

@@ -1,0 +1,74 @@
+//! The daemon driven in process (`cm_daemon::Harness`, the `session` fuzz
+//! target's entry point): the regressions its fuzzing found.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use cm_core::Instant;
+use cm_daemon::{DaemonConfig, Harness};
+use cm_ipc::{Frame, ToClient, ToDaemon};
+
+const SEC: u64 = 1_000_000;
+
+fn send(h: &mut Harness, t: u64, m: &ToDaemon, now: u64) -> Vec<ToClient> {
+    let mut f = Frame::new();
+    f.push(m);
+    h.frame(t, &f.finish(), Instant::from_micros(now));
+    h.advance(Instant::from_micros(now));
+    h.check().unwrap();
+    h.output(t).unwrap()
+}
+
+/// Found by the `session` target: the owner the daemon remembers for each
+/// macroflow made by `SetMacroflow` (no target) outlived the macroflow, so
+/// the map grew by one entry per call for the daemon's lifetime. Owners of
+/// expired macroflows are now swept.
+#[test]
+fn owners_of_expired_macroflows_are_forgotten() {
+    cm_daemon::log::set_quiet(true);
+    let mut h = Harness::new(DaemonConfig::default()).unwrap();
+    let mut now = SEC;
+    let t = h
+        .connect(1000, 1, Instant::from_micros(now))
+        .unwrap()
+        .unwrap();
+    let hello = ToDaemon::Hello {
+        version: cm_ipc::VERSION,
+    };
+    assert!(matches!(
+        send(&mut h, t, &hello, now)[..],
+        [ToClient::Welcome { .. }]
+    ));
+    let open = ToDaemon::Open {
+        seq: 1,
+        src: None,
+        dst: "192.0.2.1:80".parse().unwrap(),
+    };
+    let [ToClient::Opened { flow, .. }] = send(&mut h, t, &open, now)[..] else {
+        panic!("not opened");
+    };
+    let mut peak = 0;
+    for seq in 0..200 {
+        let m = ToDaemon::SetMacroflow {
+            seq,
+            flow,
+            target: None,
+        };
+        assert!(matches!(
+            send(&mut h, t, &m, now)[..],
+            [ToClient::Macroflow { .. }]
+        ));
+        peak = peak.max(h.macroflow_count());
+        // Past the linger: the macroflow the flow left expires.
+        now += 601 * SEC;
+        h.advance(Instant::from_micros(now));
+        h.check().unwrap();
+    }
+    assert!(peak <= 2, "one macroflow in use, one lingering: {peak}");
+    assert!(
+        h.macroflow_owners() <= 2 * peak + Harness::OWNER_SLACK,
+        "{} owners remembered for at most {peak} macroflows",
+        h.macroflow_owners()
+    );
+    h.disconnect(t, Instant::from_micros(now));
+    assert_eq!(h.flow_count(), 0);
+}
