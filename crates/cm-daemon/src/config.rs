@@ -8,6 +8,7 @@
 //! aging = "min-rtt"                # or "srtt", "off" (sigcomm1999 §4.4)
 //! share_across_users = false       # flows of different uids never share a macroflow
 //! max_flows_per_client = 4096
+//! max_macroflows_per_user = 4096  # made by SetMacroflow(flow, None), alive at once
 //! max_messages_per_sec = 2000000   # per client
 //! spin_us = 50                     # poll this long after a busy turn before blocking (0: never)
 //! shared_memory = true             # offer clients shared-memory rings (cm_ipc::shm)
@@ -52,6 +53,11 @@ pub struct DaemonConfig {
     pub share_across_users: bool,
     /// Most flows one client may hold.
     pub max_flows_per_client: usize,
+    /// Most macroflows one uid may have made with `SetMacroflow(flow,
+    /// None)` that still exist (an empty one lingers for the core's
+    /// `macroflow_linger`, so a client looping open / set-macroflow / close
+    /// would otherwise make the daemon hold one per call for that long).
+    pub max_macroflows_per_user: usize,
     /// Most messages per second one client may send (token bucket, one
     /// second of burst).
     pub max_messages_per_sec: u64,
@@ -84,6 +90,7 @@ impl Default for DaemonConfig {
             aging: "min-rtt".into(),
             share_across_users: false,
             max_flows_per_client: 4096,
+            max_macroflows_per_user: 4096,
             max_messages_per_sec: 2_000_000,
             max_clients: 1024,
             max_clients_per_user: 256,
@@ -154,6 +161,7 @@ impl DaemonConfig {
             ));
         }
         if self.max_flows_per_client == 0
+            || self.max_macroflows_per_user == 0
             || self.max_messages_per_sec == 0
             || self.max_clients == 0
             || self.max_clients_per_user == 0

@@ -72,3 +72,73 @@ fn owners_of_expired_macroflows_are_forgotten() {
     h.disconnect(t, Instant::from_micros(now));
     assert_eq!(h.flow_count(), 0);
 }
+
+/// One user cannot make the daemon hold macroflows without bound: each
+/// `SetMacroflow` with no target makes one, and an empty one lingers, so a
+/// loop of them is refused with `LimitReached` at `max_macroflows_per_user`
+/// live ones (reported by the `session` fuzz target's author as unbounded),
+/// while another user is not affected, and the lingering ones expiring
+/// frees the quota again.
+#[test]
+fn macroflows_one_user_makes_are_limited() {
+    cm_daemon::log::set_quiet(true);
+    let cfg = DaemonConfig {
+        max_macroflows_per_user: 20,
+        ..DaemonConfig::default()
+    };
+    let mut h = Harness::new(cfg).unwrap();
+    let now = SEC;
+    let hello = ToDaemon::Hello {
+        version: cm_ipc::VERSION,
+    };
+    let mut client = |h: &mut Harness, uid: u32| {
+        let t = h
+            .connect(uid, uid, Instant::from_micros(now))
+            .unwrap()
+            .unwrap();
+        assert!(matches!(
+            send(h, t, &hello, now)[..],
+            [ToClient::Welcome { .. }]
+        ));
+        let open = ToDaemon::Open {
+            seq: 1,
+            src: None,
+            dst: "192.0.2.1:80".parse().unwrap(),
+        };
+        let [ToClient::Opened { flow, .. }] = send(h, t, &open, now)[..] else {
+            panic!("not opened");
+        };
+        (t, flow)
+    };
+    let (a, fa) = client(&mut h, 1000);
+    let set = |flow, seq| ToDaemon::SetMacroflow {
+        seq,
+        flow,
+        target: None,
+    };
+    let mut made = 0;
+    let refused = loop {
+        match send(&mut h, a, &set(fa, made + 2), now)[..] {
+            [ToClient::Macroflow { .. }] => made += 1,
+            [ToClient::Error { code, .. }] => break code,
+            ref other => panic!("{other:?}"),
+        }
+        assert!(made <= 20, "limit not enforced");
+    };
+    assert_eq!(refused, cm_ipc::ErrorCode::LimitReached);
+    assert_eq!(made, 20);
+    h.check().unwrap();
+    // Another user still may.
+    let (b, fb) = client(&mut h, 1001);
+    assert!(matches!(
+        send(&mut h, b, &set(fb, 2), now)[..],
+        [ToClient::Macroflow { .. }]
+    ));
+    // Once the lingering ones expire, the first user may again.
+    let later = now + 601 * SEC;
+    h.advance(Instant::from_micros(later));
+    assert!(matches!(
+        send(&mut h, a, &set(fa, 99), later)[..],
+        [ToClient::Macroflow { .. }]
+    ));
+}

@@ -118,6 +118,8 @@ impl Daemon {
                 // Someone else's macroflow is indistinguishable from none.
                 return Err(ErrorCode::UnknownMacroflow);
             }
+        } else if self.owned_by(uid) >= self.cfg.max_macroflows_per_user {
+            return Err(ErrorCode::LimitReached);
         }
         let id = self
             .core
@@ -131,6 +133,19 @@ impl Daemon {
             seq,
             id: id.to_u64(),
         }))
+    }
+
+    /// Live macroflows `uid` made (`max_macroflows_per_user`). Counted
+    /// only when the map is past the limit's size, after forgetting the
+    /// expired ones, so the common case costs one comparison.
+    fn owned_by(&mut self, uid: u32) -> usize {
+        if self.mf_owner.len() < self.cfg.max_macroflows_per_user {
+            return 0;
+        }
+        let core = &self.core;
+        self.mf_owner
+            .retain(|&id, _| core.capacity(MacroflowId::from_u64(id)).is_ok());
+        self.mf_owner.values().filter(|&&u| u == uid).count()
     }
 
     /// Macroflows expire in the core (their linger over) without an event:
