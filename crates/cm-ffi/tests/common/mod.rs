@@ -268,3 +268,11 @@ fn spawn_cmd(path: &Path) -> Child {
         .spawn()
         .expect("spawn cmd")
 }
+
+impl Drop for DaemonProcess {
+    fn drop(&mut self) {
+        // SIGKILL ends it whatever its state (a test may have stopped it).
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
