@@ -91,7 +91,7 @@ fn macroflows_one_user_makes_are_limited() {
     let hello = ToDaemon::Hello {
         version: cm_ipc::VERSION,
     };
-    let mut client = |h: &mut Harness, uid: u32| {
+    let client = |h: &mut Harness, uid: u32| {
         let t = h
             .connect(uid, uid, Instant::from_micros(now))
             .unwrap()
