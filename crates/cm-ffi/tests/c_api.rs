@@ -14,21 +14,7 @@ fn build(dir: &TempDir) -> std::path::PathBuf {
 }
 
 fn check(r: &common::Run, mode: &str) {
-    assert!(r.ok, "api_test {mode} failed:\n{}\n{}", r.stdout, r.stderr);
-    let line = r
-        .stdout
-        .lines()
-        .find(|l| l.starts_with(&format!("api_test {mode}:")))
-        .unwrap_or_else(|| panic!("no summary:\n{}\n{}", r.stdout, r.stderr));
-    assert!(line.ends_with(" 0 failures"), "{line}\n{}", r.stderr);
-    let checks: u32 = line
-        .split_whitespace()
-        .nth(2)
-        .and_then(|n| n.parse().ok())
-        .expect("check count");
-    assert!(checks > 250, "only {checks} checks ran: {line}");
-    // A caught panic prints to stderr; none may happen.
-    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    common::check_summary(r, "api_test", mode, 251);
 }
 
 #[test]

@@ -28,37 +28,7 @@
 static _Atomic int checks, failures;
 static int daemon_mode;
 
-#define EXPECT(cond)                                                         \
-    do {                                                                     \
-        checks++;                                                            \
-        if (!(cond)) {                                                       \
-            failures++;                                                      \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);  \
-        }                                                                    \
-    } while (0)
-
-#define EXPECT_EQ(a, b)                                                          \
-    do {                                                                         \
-        long long a_ = (long long)(a), b_ = (long long)(b);                      \
-        checks++;                                                                \
-        if (a_ != b_) {                                                          \
-            failures++;                                                          \
-            fprintf(stderr, "FAIL %s:%d: %s == %lld, want %lld (%s)\n", __FILE__, \
-                    __LINE__, #a, a_, b_, a_ < 0 ? cm_strerror((int)a_) : "");  \
-        }                                                                        \
-    } while (0)
-
-#define EXPECT_OK(a)                                                               \
-    do {                                                                           \
-        long long a_ = (long long)(a);                                             \
-        checks++;                                                                  \
-        if (a_ < 0) {                                                              \
-            failures++;                                                            \
-            fprintf(stderr, "FAIL %s:%d: %s = %lld (%s)\n", __FILE__, __LINE__, #a, \
-                    a_, cm_strerror((int)a_));                                     \
-        }                                                                          \
-    } while (0)
-
+#include "expect.h"
 
 static struct sockaddr_in v4(const char *ip, int port) {
     struct sockaddr_in a;

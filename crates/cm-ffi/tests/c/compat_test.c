@@ -9,16 +9,9 @@
 #include <string.h>
 
 #include "cm_compat.h"
+#include "expect.h"
 
 static int checks, failures;
-#define EXPECT(cond)                                                        \
-    do {                                                                    \
-        checks++;                                                           \
-        if (!(cond)) {                                                      \
-            failures++;                                                     \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-        }                                                                   \
-    } while (0)
 
 int main(int argc, char **argv) {
     int daemon = argc > 1 && strcmp(argv[1], "daemon") == 0;

@@ -20,29 +20,11 @@
 #include <unistd.h>
 
 #include "cm.h"
+#include "expect.h"
 
 static int checks, failures;
 static int daemon_mode;
 
-#define EXPECT_EQ(a, b)                                                          \
-    do {                                                                         \
-        long long a_ = (long long)(a), b_ = (long long)(b);                      \
-        checks++;                                                                \
-        if (a_ != b_) {                                                          \
-            failures++;                                                          \
-            fprintf(stderr, "FAIL %s:%d: %s == %lld, want %lld (%s)\n", __FILE__, \
-                    __LINE__, #a, a_, b_, a_ < 0 ? cm_strerror((int)a_) : "");  \
-        }                                                                        \
-    } while (0)
-
-#define EXPECT(cond)                                                        \
-    do {                                                                    \
-        checks++;                                                           \
-        if (!(cond)) {                                                      \
-            failures++;                                                     \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-        }                                                                   \
-    } while (0)
 
 static double now_s(void) {
     struct timespec t;

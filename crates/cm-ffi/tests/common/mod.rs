@@ -137,6 +137,26 @@ impl Run {
     }
 }
 
+/// A C test program's run (`PROG MODE` of tests/c): it exited 0, printed
+/// "PROG MODE: N checks, 0 failures" with N at least `min_checks`, and no
+/// Rust panic was caught on the way (one prints to stderr).
+pub fn check_summary(r: &Run, prog: &str, mode: &str, min_checks: u32) {
+    assert!(r.ok, "{prog} {mode} failed:\n{}\n{}", r.stdout, r.stderr);
+    let line = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{prog} {mode}:")))
+        .unwrap_or_else(|| panic!("no summary:\n{}\n{}", r.stdout, r.stderr));
+    assert!(line.ends_with(" 0 failures"), "{line}\n{}", r.stderr);
+    let checks: u32 = line
+        .split_whitespace()
+        .nth(2)
+        .and_then(|n| n.parse().ok())
+        .expect("check count");
+    assert!(checks >= min_checks, "only {checks} checks ran: {line}");
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+}
+
 /// Run a program with `env`, killing it after `limit`.
 pub fn run(prog: &Path, args: &[&str], env: &[(&str, &str)], limit: Duration) -> Run {
     let mut c = Command::new(prog);
