@@ -8,13 +8,20 @@
  * fate reported with cm_update when the model says it arrived or was lost.
  *
  * Usage: failover_client SECONDS   ($CM_SOCKET names the daemon)
+ * It sleeps in poll() on cm_fd(), as a select loop would: the descriptor
+ * must stay the same across the daemon's death and return, and must not
+ * stay readable with nothing to do (a loop on a dead daemon's socket used
+ * to spin).
+ *
  * Prints "status T S" at each change of cm_status() (T seconds since the
- * start, S its value), "window T BYTES" for every 100 ms window, and
- * "errors N" at the end; exits non-zero on any failed call.
+ * start, S its value), "window T BYTES LOOPS" for every 100 ms window
+ * (bytes granted, loop turns), and "errors N" at the end; exits non-zero
+ * on any failed call.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +44,7 @@ struct pkt {
 static struct pkt pipe_[MAXP];
 static int npipe;
 static double free_at, t0;
-static long window_bytes;
+static long window_bytes, window_loops;
 static int errors;
 
 static double now_s(void) {
@@ -98,6 +105,8 @@ int main(int argc, char **argv) {
     }
     int status = cm_status();
     printf("status %.3f %d\n", now_s(), status);
+    int fd = cm_fd();
+    check(fd, "cm_fd");
     double window_start = 0;
     while (now_s() < secs) {
         double now = now_s();
@@ -116,12 +125,26 @@ int main(int argc, char **argv) {
             status = s;
             printf("status %.3f %d\n", now_s(), status);
         }
+        window_loops++;
         if (now - window_start >= 0.1) {
-            printf("window %.3f %ld\n", window_start, window_bytes);
+            printf("window %.3f %ld %ld\n", window_start, window_bytes, window_loops);
             window_bytes = 0;
+            window_loops = 0;
             window_start = now;
         }
-        check(cm_wait(2), "cm_wait");
+        if (cm_fd() != fd) {
+            errors++;
+            fprintf(stderr, "cm_fd changed from %d to %d\n", fd, cm_fd());
+        }
+        /* Sleep on the descriptor until the CM or the next feedback is due. */
+        int ms = 2;
+        if (npipe > 0) {
+            double left = pipe_[0].due - now_s();
+            ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
+            if (ms > 2) ms = 2;
+        }
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, ms) < 0) errors++;
     }
     for (int i = 0; i < 2; i++) check(cm_close(f[i]), "cm_close");
     printf("errors %d\n", errors);
