@@ -90,6 +90,10 @@ impl Cm {
                     }
                     delivered += 1;
                 }
+                // A move has no callback: `status()` tells it. Kept, it
+                // would make `next_timeout` report work for ever to an
+                // application that only dispatches.
+                CmEvent::Status { .. } => {}
                 other => kept.push_back(other),
             }
         }
