@@ -120,7 +120,10 @@ fn macroflows_one_user_makes_are_limited() {
     let refused = loop {
         match send(&mut h, a, &set(fa, made + 2), now)[..] {
             [ToClient::Macroflow { .. }] => made += 1,
-            [ToClient::Error { code, .. }] => break code,
+            [ToClient::Refused { code, ref why, .. }] => {
+                assert!(why.contains("max_macroflows_per_user = 20"), "{why}");
+                break code;
+            }
             ref other => panic!("{other:?}"),
         }
         assert!(made <= 20, "limit not enforced");

@@ -83,7 +83,9 @@ fn describe(code: i32) -> &'static str {
         c if c == -libc::ENOENT => "no such flow or macroflow",
         c if c == -libc::EPERM => "permission denied by the CM daemon",
         c if c == -libc::EAGAIN => "try again (send queue full or rate limited)",
-        c if c == -libc::EMFILE => "flow limit reached",
+        c if c == -libc::EMFILE => {
+            "a limit of the CM was reached (flows per client, macroflows per user, clients)"
+        }
         c if c == -libc::EPIPE => "the CM daemon closed the connection",
         c if c == -libc::EPROTO => "protocol error or refusal from the CM daemon",
         c if c == -libc::ECONNREFUSED => "no CM daemon at the socket path",

@@ -339,10 +339,19 @@ fn per_client_flow_limit() {
     for _ in 0..3 {
         cm.open(None, dst()).unwrap();
     }
-    assert!(matches!(
-        cm.open(None, dst()),
-        Err(CmError::Daemon(ErrorCode::LimitReached))
-    ));
+    // The refusal names the limit, and keeps the limit's code (EMFILE).
+    match cm.open(None, dst()) {
+        Err(
+            e @ CmError::Refused {
+                code: ErrorCode::LimitReached,
+                ..
+            },
+        ) => {
+            assert!(e.to_string().contains("max_flows_per_client = 3"), "{e}");
+            assert_eq!(e.code(), -24);
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 /// One user cannot hold more than `max_clients_per_user` connections (each

@@ -67,7 +67,12 @@ impl Daemon {
     ) -> Reply {
         let flows = self.sessions.get(&token).map_or(0, |s| s.flows);
         if flows >= self.cfg.max_flows_per_client {
-            return Err(ErrorCode::LimitReached);
+            return Ok(Some(limit(
+                seq,
+                0,
+                "max_flows_per_client",
+                self.cfg.max_flows_per_client,
+            )));
         }
         let mut p = OpenParams::to(dst);
         p.src = src;
@@ -119,7 +124,12 @@ impl Daemon {
                 return Err(ErrorCode::UnknownMacroflow);
             }
         } else if self.owned_by(uid) >= self.cfg.max_macroflows_per_user {
-            return Err(ErrorCode::LimitReached);
+            return Ok(Some(limit(
+                seq,
+                flow.to_u64(),
+                "max_macroflows_per_user",
+                self.cfg.max_macroflows_per_user,
+            )));
         }
         let id = self
             .core
@@ -215,5 +225,16 @@ impl Daemon {
     ) -> Reply {
         let mf = self.core.macroflow_of(flow).map_err(|e| code_of(&e))?;
         done(self.core.set_feedback_lag(now, mf, lag))
+    }
+}
+
+/// A refusal that names the limit reached and its value (a configuration
+/// key of `cmd.toml`), to the offender only.
+fn limit(seq: u32, flow: u64, name: &str, value: usize) -> ToClient {
+    ToClient::Refused {
+        seq,
+        flow,
+        code: ErrorCode::LimitReached,
+        why: format!("limit {name} = {value} reached"),
     }
 }

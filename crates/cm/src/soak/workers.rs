@@ -318,7 +318,7 @@ fn limit_exceeder(socket: &Path, limit: usize, stop: &AtomicBool, t: &Tally) {
             }
         };
         match (&err, opened == limit) {
-            // EMFILE: "flow limit reached".
+            // EMFILE: a limit reached (named in the refusal).
             (e, true) if e.code() == -24 => {
                 t.limit_hits.fetch_add(1, Ordering::Relaxed);
             }
