@@ -42,6 +42,9 @@ struct Args {
     /// Most clients of one user (uid) at once.
     #[arg(long)]
     max_clients_per_user: Option<usize>,
+    /// Memory budget in MiB: above it (resident set), new flows are refused
+    #[arg(long)]
+    max_memory_mib: Option<u64>,
     /// Microseconds the loop keeps polling after a busy turn before it
     /// blocks (0: never; an idle daemon always blocks).
     #[arg(long)]
@@ -80,6 +83,7 @@ fn main() -> anyhow::Result<()> {
     set(&mut cfg.max_flows_per_client, a.max_flows_per_client);
     set(&mut cfg.max_messages_per_sec, a.max_messages_per_sec);
     set(&mut cfg.max_clients_per_user, a.max_clients_per_user);
+    set(&mut cfg.max_memory_mib, a.max_memory_mib);
     set(&mut cfg.spin_us, a.spin_us);
     cfg.share_across_users |= a.share_across_users;
     cfg.shared_memory &= !a.no_shared_memory;

@@ -354,6 +354,35 @@ fn per_client_flow_limit() {
     }
 }
 
+/// Over its memory budget the daemon refuses new flows, naming the limit,
+/// and keeps serving the flows it has. (The daemon here is a thread of the
+/// test process, whose resident set is far above 1 MiB.)
+#[test]
+fn over_its_memory_budget_the_daemon_refuses_new_flows_only() {
+    let d = TestDaemon::with_config(cm_daemon::DaemonConfig {
+        max_memory_mib: 1,
+        ..Default::default()
+    });
+    let mut cm = d.client();
+    let f = cm.open(None, dst()).unwrap();
+    // The budget is read once a second.
+    std::thread::sleep(StdDuration::from_millis(1300));
+    match cm.open(None, dst()) {
+        Err(
+            e @ CmError::Refused {
+                code: ErrorCode::LimitReached,
+                ..
+            },
+        ) => {
+            assert!(e.to_string().contains("max_memory_mib = 1"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    cm.request(f).unwrap();
+    assert!(matches!(next_event(&mut cm), CmEvent::Send { .. }));
+    assert!(cm.query(f).is_ok());
+}
+
 /// One user cannot hold more than `max_clients_per_user` connections (each
 /// costs the daemon a shared region); a closed one frees its place.
 #[test]

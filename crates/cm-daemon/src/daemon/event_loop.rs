@@ -119,6 +119,7 @@ impl Daemon {
 
     /// Timers, events to clients, output, timer re-arm.
     fn turn(&mut self) {
+        self.check_memory();
         let now = cm_clock::now();
         if self.core.poll_timeout().is_some_and(|t| t <= now) {
             self.core.handle_timeout(now);

@@ -65,6 +65,14 @@ impl Daemon {
         src: Option<core::net::SocketAddr>,
         dst: core::net::SocketAddr,
     ) -> Reply {
+        if self.budget.over {
+            return Ok(Some(limit(
+                seq,
+                0,
+                "max_memory_mib",
+                usize::try_from(self.cfg.max_memory_mib).unwrap_or(usize::MAX),
+            )));
+        }
         let flows = self.sessions.get(&token).map_or(0, |s| s.flows);
         if flows >= self.cfg.max_flows_per_client {
             return Ok(Some(limit(

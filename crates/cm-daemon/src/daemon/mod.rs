@@ -16,6 +16,7 @@ mod calls;
 mod event_loop;
 mod flows;
 mod harness;
+mod memory;
 mod rings;
 mod sending;
 mod stat;
@@ -87,6 +88,8 @@ pub struct Daemon {
     /// Running beside the busiest client (`follow.rs`), set up by `run` on
     /// the loop's own thread.
     follow: Option<crate::follow::Follow>,
+    /// The memory budget (`memory.rs`).
+    budget: memory::Budget,
 }
 
 /// A handle that stops a running daemon from another thread.
@@ -174,6 +177,7 @@ impl Daemon {
             stop: Arc::new(AtomicBool::new(false)),
             path: path.to_path_buf(),
             follow: None,
+            budget: memory::Budget::new(),
         })
     }
 
