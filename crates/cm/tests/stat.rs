@@ -181,6 +181,11 @@ fn stat_shows_two_client_processes_sharing_one_macroflow_live() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("MACROFLOW"), "{text}");
+    // The daemon's own resource use closes the table.
+    assert!(
+        text.contains("\ncmd (pid ") && text.contains(" MiB"),
+        "{text}"
+    );
     for (pid, dst) in pids.iter().zip(&want) {
         assert!(
             text.contains(&pid.to_string()) && text.contains(dst),

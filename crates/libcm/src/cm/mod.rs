@@ -188,6 +188,17 @@ impl Cm {
         }
     }
 
+    /// Daemon mode: the daemon's process id, as the kernel reports the
+    /// peer of the control socket (`SO_PEERCRED`); `None` otherwise.
+    pub fn daemon_pid(&self) -> Option<u32> {
+        match &self.backend {
+            Backend::Daemon(d) => rustix::net::sockopt::socket_peercred(d.socket())
+                .ok()
+                .map(|c| c.pid.as_raw_nonzero().get().unsigned_abs()),
+            Backend::Embedded(_) => None,
+        }
+    }
+
     /// The uid the daemon identified this process as (embedded: its own uid).
     pub fn uid(&self) -> u32 {
         match &self.backend {
