@@ -71,8 +71,9 @@ pub(crate) struct FlowRecord {
     controller: Option<ControllerConfig>,
     /// Requested since its last grant.
     wants: bool,
-    /// The daemon's last estimate.
+    /// The daemon's last estimate, and when it came.
     estimate: Option<PathEstimate>,
+    estimated_at: Option<StdInstant>,
 }
 
 /// The failover state of a [`Cm`].
@@ -197,6 +198,7 @@ impl Cm {
                 controller: None,
                 wants: false,
                 estimate: None,
+                estimated_at: None,
             },
         );
         app
@@ -237,7 +239,10 @@ impl Cm {
         self.note(app, |r| r.wants = true);
     }
     pub(super) fn note_estimate(&mut self, app: FlowId, e: PathEstimate) {
-        self.note(app, |r| r.estimate = Some(e));
+        self.note(app, |r| {
+            r.estimate = Some(e);
+            r.estimated_at = Some(StdInstant::now());
+        });
     }
 
     /// Whether `e` means the daemon is gone and this handle should move.
@@ -366,7 +371,9 @@ impl Cm {
     }
 
     /// Daemon mode, once a second: the daemon's estimates of this handle's
-    /// flows, for a fallback to resume from. A slow daemon skips a turn.
+    /// flows that none of its own queries or rate updates refreshed in the
+    /// last `REFRESH_EVERY` (an application that queries pays nothing), for
+    /// a fallback to resume from. A slow daemon skips a turn.
     pub(super) fn maybe_refresh(&mut self) -> Result<(), CmError> {
         if self.fo.status != Status::Daemon
             || self.own.is_empty()
@@ -375,7 +382,15 @@ impl Cm {
             return Ok(());
         }
         self.fo.refreshed = StdInstant::now();
-        let apps: Vec<FlowId> = self.own.keys().copied().collect();
+        let apps: Vec<FlowId> = self
+            .own
+            .iter()
+            .filter(|(_, r)| r.estimated_at.is_none_or(|t| t.elapsed() >= REFRESH_EVERY))
+            .map(|(&a, _)| a)
+            .collect();
+        if apps.is_empty() {
+            return Ok(());
+        }
         let ids: Vec<FlowId> = apps.iter().map(|&a| self.bid(a)).collect();
         let Backend::Daemon(d) = &mut self.backend else {
             return Ok(());
