@@ -5,13 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Daemon, DaemonProcess, TempDir, cc, crate_dir, run};
-
-fn build(dir: &TempDir) -> std::path::PathBuf {
-    let out = dir.0.join("api_test");
-    cc(&[crate_dir().join("tests/c/api_test.c")], &out, false);
-    out
-}
+use common::{Daemon, DaemonProcess, TempDir, run};
 
 fn check(r: &common::Run, mode: &str) {
     common::check_summary(r, "api_test", mode, 251);
@@ -20,7 +14,7 @@ fn check(r: &common::Run, mode: &str) {
 #[test]
 fn every_function_embedded() {
     let d = TempDir::new("api");
-    let bin = build(&d);
+    let bin = common::build_c_test("api_test", &d.0);
     let r = run(
         &bin,
         &["embedded"],
@@ -34,7 +28,7 @@ fn every_function_embedded() {
 /// listening at `socket`, with `env` added.
 fn against_daemon(tmp: &str, socket: &str, env: &[(&str, &str)]) {
     let d = TempDir::new(tmp);
-    let bin = build(&d);
+    let bin = common::build_c_test("api_test", &d.0);
     let mut all = vec![("CM_SOCKET", socket)];
     all.extend_from_slice(env);
     let r = run(&bin, &["daemon"], &all, Duration::from_secs(60));

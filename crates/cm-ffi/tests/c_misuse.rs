@@ -9,13 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{DaemonProcess, TempDir, cc, crate_dir, run};
-
-fn build(dir: &TempDir) -> std::path::PathBuf {
-    let out = dir.0.join("misuse_test");
-    cc(&[crate_dir().join("tests/c/misuse_test.c")], &out, false);
-    out
-}
+use common::{DaemonProcess, TempDir, crate_dir, run};
 
 fn check(r: &common::Run, mode: &str) {
     common::check_summary(r, "misuse_test", mode, 40);
@@ -25,7 +19,7 @@ fn check(r: &common::Run, mode: &str) {
 #[test]
 fn misuse_embedded() {
     let d = TempDir::new("misuse");
-    let bin = build(&d);
+    let bin = common::build_c_test("misuse_test", &d.0);
     let r = run(
         &bin,
         &["embedded"],
@@ -39,7 +33,7 @@ fn misuse_embedded() {
 fn misuse_daemon_including_a_stopped_daemon() {
     let daemon = DaemonProcess::start();
     let d = TempDir::new("misuse-daemon");
-    let bin = build(&d);
+    let bin = common::build_c_test("misuse_test", &d.0);
     let pid = daemon.pid().to_string();
     let r = run(
         &bin,
@@ -56,20 +50,14 @@ fn misuse_daemon_including_a_stopped_daemon() {
 #[test]
 fn papers_names_through_cm_compat_h() {
     let d = TempDir::new("compat");
-    let bin = d.0.join("compat_test");
-    cc(&[crate_dir().join("tests/c/compat_test.c")], &bin, false);
+    let bin = common::build_c_test("compat_test", &d.0);
     let r = run(
         &bin,
         &["embedded"],
         &[("CM_SOCKET", "/nonexistent/cm-ffi-test.sock")],
         Duration::from_secs(30),
     );
-    assert!(
-        r.ok && r.stdout.contains("0 failures"),
-        "{}\n{}",
-        r.stdout,
-        r.stderr
-    );
+    common::check_summary(&r, "compat_test", "embedded", 10);
     let daemon = DaemonProcess::start();
     let r = run(
         &bin,
@@ -77,12 +65,7 @@ fn papers_names_through_cm_compat_h() {
         &[("CM_SOCKET", daemon.socket())],
         Duration::from_secs(30),
     );
-    assert!(
-        r.ok && r.stdout.contains("0 failures"),
-        "{}\n{}",
-        r.stdout,
-        r.stderr
-    );
+    common::check_summary(&r, "compat_test", "daemon", 10);
 }
 
 /// `CM_LOST_FEEDBACK` (a near miss of both RFC names, which a compiler's

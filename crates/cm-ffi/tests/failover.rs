@@ -343,12 +343,7 @@ fn twenty_restarts_during_one_run_leak_nothing() {
 fn a_c_client_carries_on_and_rejoins() {
     let _serial = serial();
     let dir = common::TempDir::new("failover-c");
-    let bin = dir.0.join("failover_client");
-    common::cc(
-        &[common::crate_dir().join("tests/c/failover_client.c")],
-        &bin,
-        false,
-    );
+    let bin = common::build_c_test("failover_client", &dir.0);
     let mut daemon = DaemonProcess::start();
     let start = Instant::now();
     let child = std::process::Command::new(&bin)

@@ -7,6 +7,7 @@ mod ccudp_acks;
 mod demo;
 mod experiment_cmd;
 mod flow_cmd;
+mod procfs;
 mod query_cmd;
 mod sim_cmd;
 mod soak;

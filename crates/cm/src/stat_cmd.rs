@@ -34,23 +34,13 @@ pub fn run(args: &StatArgs) -> Result<()> {
 /// The daemon's own resource use, from /proc (its descriptors only where
 /// this user may list them).
 fn daemon_line(pid: u32) -> Option<String> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| -> Option<u64> {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))?
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
-    };
-    let rss_kib = field("VmRSS:")?;
+    let rss = crate::procfs::rss(pid)?;
     let mut line = format!(
         "cmd (pid {pid}): resident {:.1} MiB",
-        rss_kib as f64 / 1024.0
+        rss as f64 / f64::from(1u32 << 20)
     );
-    if let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
-        line.push_str(&format!(", {} descriptors", fds.count()));
+    if let Some(n) = crate::procfs::fds(pid) {
+        line.push_str(&format!(", {n} descriptors"));
     }
     Some(line)
 }

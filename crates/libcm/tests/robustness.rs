@@ -507,23 +507,7 @@ fn corrupt_tail(fd: &std::os::fd::OwnedFd) {
 /// Close(theirs) and must get an asynchronous UnknownFlow error back.
 fn daemon_refuses_a_raw_close(socket: &std::ffi::OsStr, theirs: FlowId) {
     use cm_ipc::{ToClient, ToDaemon};
-    use rustix::event::{PollFd, PollFlags, Timespec, poll};
-    use rustix::net::{
-        AddressFamily, RecvFlags, SendFlags, SocketAddrUnix, SocketFlags, SocketType, connect,
-        recv, send, socket_with,
-    };
-    let fd = socket_with(
-        AddressFamily::UNIX,
-        SocketType::SEQPACKET,
-        SocketFlags::CLOEXEC,
-        None,
-    )
-    .unwrap();
-    connect(
-        &fd,
-        &SocketAddrUnix::new(std::path::Path::new(socket)).unwrap(),
-    )
-    .unwrap();
+    let fd = common::raw::connect_raw(std::path::Path::new(socket));
     let mut frame = cm_ipc::Frame::new();
     frame.push(&ToDaemon::Hello {
         version: cm_ipc::VERSION,
@@ -531,28 +515,16 @@ fn daemon_refuses_a_raw_close(socket: &std::ffi::OsStr, theirs: FlowId) {
     frame.push(&ToDaemon::Close {
         flow: theirs.to_u64(),
     });
-    send(&fd, frame.bytes(), SendFlags::NOSIGNAL).unwrap();
-    let mut buf = vec![0; cm_ipc::MAX_FRAME];
-    let deadline = Instant::now() + StdDuration::from_secs(10);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        assert!(!left.is_zero(), "no refusal from the daemon");
-        let ts = Timespec {
-            tv_sec: 0,
-            tv_nsec: i64::from(left.min(StdDuration::from_millis(500)).subsec_nanos()),
-        };
-        let mut p = [PollFd::new(&fd, PollFlags::IN)];
-        poll(&mut p, Some(&ts)).unwrap();
-        if p[0].revents().is_empty() {
-            continue;
-        }
-        let (n, _) = recv(&fd, &mut buf, RecvFlags::empty()).unwrap();
-        assert!(n > 0, "the daemon hung up");
-        for m in cm_ipc::decode_frame::<ToClient>(&buf[..n.min(buf.len())]).unwrap() {
-            if let ToClient::Error { flow, code, .. } = m {
-                assert_eq!((flow, code), (theirs.to_u64(), ErrorCode::UnknownFlow));
-                return;
-            }
-        }
+    // Answered after the close: everything before it has come back.
+    frame.push(&ToDaemon::Ping { seq: 7 });
+    let mut got = common::raw::roundtrip(&fd, frame.bytes());
+    while !got.iter().any(|m| matches!(m, ToClient::Pong { .. })) {
+        got.extend(common::raw::recv_frame(&fd));
     }
+    assert!(
+        got.iter()
+            .any(|m| matches!(m, ToClient::Error { flow, code, .. }
+            if *flow == theirs.to_u64() && *code == ErrorCode::UnknownFlow)),
+        "{got:?}"
+    );
 }

@@ -93,6 +93,17 @@ pub fn cc(sources: &[PathBuf], out: &Path, static_link: bool) {
     );
 }
 
+/// Build tests/c/`name`.c into `dir` (against the shared libcm).
+pub fn build_c_test(name: &str, dir: &Path) -> PathBuf {
+    let out = dir.join(name);
+    cc(
+        &[crate_dir().join(format!("tests/c/{name}.c"))],
+        &out,
+        false,
+    );
+    out
+}
+
 /// Build one of the C examples into `dir`.
 pub fn build_example(name: &str, dir: &Path) -> PathBuf {
     let out = dir.join(name);

@@ -9,7 +9,7 @@
 //! draws latency and memory against N.
 //!
 //! One concept per module: `args` (options and their checks), `daemon`
-//! (the daemon process), `procfs` (its CPU, memory and descriptors),
+//! (the daemon process), `crate::procfs` (its CPU, memory and descriptors),
 //! `hist` (latency histograms), `client` (one client thread's loop),
 //! `run` (one run: setup, phases, measurement), `report` (the table, the
 //! verdicts against the targets and the sweep's plot).
@@ -18,7 +18,6 @@ mod args;
 mod client;
 mod daemon;
 mod hist;
-mod procfs;
 mod report;
 mod run;
 

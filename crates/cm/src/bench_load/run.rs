@@ -13,7 +13,7 @@ use super::args::{RunConfig, TransportArg};
 use super::client::{self, ClientPlan, ClientResult, Phase, Shared};
 use super::daemon::DaemonProcess;
 use super::hist::Hist;
-use super::procfs::{self, ProcSample};
+use crate::procfs::{self, ProcSample};
 
 /// Stack of a client thread (libcm needs little; 1000 default 2 MiB
 /// stacks would only be address space, but there is no need).

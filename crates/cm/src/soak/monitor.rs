@@ -10,6 +10,7 @@ use anyhow::Result;
 
 use super::Daemon;
 use super::workers::Tally;
+use crate::procfs::{fds, rss};
 
 /// What the monitor holds the daemon to.
 pub(crate) struct Bounds {
@@ -21,7 +22,7 @@ pub(crate) struct Bounds {
 /// Headroom over the first measurement: the daemon's RSS.
 const RSS_HEADROOM: u64 = 128 << 20;
 /// Headroom over the first measurement: its descriptors.
-const FD_HEADROOM: usize = 256;
+const FD_HEADROOM: u64 = 256;
 /// How long a killed client's flows may outlive it.
 const RECLAIM: Duration = Duration::from_secs(2);
 
@@ -32,7 +33,7 @@ pub(crate) struct Report {
     pub checks: u64,
     pub violations: Vec<String>,
     rss: (u64, u64, u64),
-    fds: (usize, usize, usize),
+    fds: (u64, u64, u64),
     worst_turn_us: u64,
     lines: Vec<String>,
 }
@@ -186,22 +187,4 @@ pub(crate) fn watch(socket: &Path, daemon: &mut Daemon, t: &Tally, b: Bounds) ->
         }
     }
     Ok(r)
-}
-
-/// The daemon's resident set size in bytes (/proc/PID/status VmRSS).
-fn rss(pid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kb: u64 = s
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
-}
-
-/// The daemon's open descriptors.
-fn fds(pid: u32) -> Option<usize> {
-    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
 }

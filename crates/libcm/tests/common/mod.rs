@@ -135,6 +135,11 @@ pub mod raw {
     /// Send one frame and decode the daemon's answer.
     pub fn roundtrip(fd: &OwnedFd, bytes: &[u8]) -> Vec<cm_ipc::ToClient> {
         send(fd, bytes, SendFlags::empty()).unwrap();
+        recv_frame(fd)
+    }
+
+    /// Wait for the daemon's next frame and decode it.
+    pub fn recv_frame(fd: &OwnedFd) -> Vec<cm_ipc::ToClient> {
         let mut buf = vec![0u8; 65536];
         let (n, _) = recv(fd, &mut buf, RecvFlags::empty()).unwrap();
         cm_ipc::decode_frame(&buf[..n]).unwrap()

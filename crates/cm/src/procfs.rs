@@ -56,6 +56,17 @@ fn status_kib(status: &str, key: &str) -> u64 {
         .map_or(0, |kib| kib * 1024)
 }
 
+/// Resident memory of process `pid`, bytes (VmRSS), if readable.
+pub fn rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    Some(status_kib(&status, "VmRSS"))
+}
+
+/// Open descriptors of process `pid`, if this user may list them.
+pub fn fds(pid: u32) -> Option<u64> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64)
+}
+
 /// Everything at once for process `pid`.
 pub fn sample(pid: u32) -> anyhow::Result<ProcSample> {
     let path = format!("/proc/{pid}/status");
