@@ -1,7 +1,7 @@
 //! CC-UDP driven by the CM protocol on real emulated paths: the quick
 //! `real-probe-feedback` claims, and the cases where a CC-UDP sender must
 //! neither go unlimited nor hang: a receiver without a receiver CM
-//! (fallback), a receiver that replaces its socket mid-transfer (restart),
+//! (fallback), a receiver that loses its CM state mid-transfer (restart),
 //! and a plain UDP socket that never answers anything. They need root
 //! (namespaces, qdiscs, TUN devices); without it they say so and pass
 //! vacuously (CI runs them as root).

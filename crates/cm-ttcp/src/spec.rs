@@ -201,9 +201,10 @@ pub struct CcUdpReceiverOptions {
     /// after its SYNs go unanswered (`CcUdpSocket::set_cm_protocol(false)`).
     pub cm_protocol: bool,
     /// Replace a transfer's receiving socket once it has received this many
-    /// payload bytes: drop it, bind a new one on the same port and connect
-    /// it to the sender (a receiver that lost its state: the sender's next
-    /// probe is answered with RST). Once per transfer. Default: never.
+    /// payload bytes: drop its CM and receiver-CM state and wrap the same
+    /// kernel socket afresh (a receiver that lost its state: the sender's
+    /// next probe is answered with RST; the port never closes, so no ICMP
+    /// unreachable reaches the sender). Once per transfer. Default: never.
     pub restart_after: Option<u64>,
 }
 

@@ -1,6 +1,6 @@
 //! CC-UDP transfers on loopback: the receiver CM answers the probes (no
 //! application acks), a receiver without one makes the sender run on
-//! CC-UDP's acks, a receiver that replaces its socket mid-transfer is
+//! CC-UDP's acks, a receiver that loses its CM state mid-transfer is
 //! resynchronised with, and a sender with nobody listening gives up.
 #![allow(clippy::unwrap_used)]
 

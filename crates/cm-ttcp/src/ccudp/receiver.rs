@@ -139,16 +139,25 @@ impl Xfer {
         }
     }
 
-    /// Drop the receiving socket and its receiver CM state; a new socket on
-    /// the same port, connected to the same sender, takes over.
+    /// Drop the receiving socket's CM and receiver-CM state, as a restarted
+    /// receiver would lose them. The kernel socket itself is handed over
+    /// (duplicated before the old one closes): a port closed even for a
+    /// moment would answer the sender with ICMP port unreachable, which
+    /// makes it fall back to "no receiver CM" instead of resynchronising.
     fn restart(&mut self, cm: &SharedCm, o: &CcUdpReceiverOptions) -> Result<()> {
         let Some(old) = self.sock.take() else {
             return Ok(());
         };
-        let local = old.local_addr().map_err(io("local address"))?;
+        let fd = old.as_fd().try_clone_to_owned().map_err(io("duplicate socket"))?;
         self.dups_before += old.stats().duplicates;
         drop(old);
-        self.sock = Some(receiving_socket(cm, local, self.peer, o)?);
+        let mut s = CcUdpSocket::from_std(cm, UdpSocket::from(fd))
+            .map_err(io("wrap receiving socket"))?;
+        s.set_cm_protocol(o.cm_protocol);
+        s.set_nonblocking(true).map_err(io("set non-blocking"))?;
+        s.connect(self.peer)
+            .map_err(|e| TtcpError::io(format!("connect receiving socket to {}", self.peer), e))?;
+        self.sock = Some(s);
         self.restarts += 1;
         Ok(())
     }

@@ -116,7 +116,14 @@ impl CcUdpSocket {
     /// A socket bound to `addr`, using `cm` for congestion control. Connect
     /// it before sending or receiving.
     pub fn bind(cm: &SharedCm, addr: impl ToSocketAddrs) -> io::Result<CcUdpSocket> {
-        let sock = UdpSocket::bind(addr)?;
+        CcUdpSocket::from_std(cm, UdpSocket::bind(addr)?)
+    }
+
+    /// Wraps a socket the caller already has (inherited, or duplicated
+    /// from another one): its queued datagrams are kept, and the new
+    /// `CcUdpSocket` starts with fresh CM and receiver-CM state. Connect
+    /// it before sending or receiving.
+    pub fn from_std(cm: &SharedCm, sock: UdpSocket) -> io::Result<CcUdpSocket> {
         // Always non-blocking underneath: blocking calls wait in `poll`
         // so that they can drive the CM and the ack timer meanwhile.
         sock.set_nonblocking(true)?;
