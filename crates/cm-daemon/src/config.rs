@@ -60,8 +60,8 @@ pub struct DaemonConfig {
     /// would otherwise make the daemon hold one per call for that long).
     pub max_macroflows_per_user: usize,
     /// The daemon's memory budget in MiB: while its resident set is above
-    /// it (read once a second), new flows are refused with the limit's
-    /// name; existing clients and flows keep being served. The other
+    /// it (read once a second), new flows and new clients are refused with
+    /// the limit's name; existing clients and flows keep being served. The other
     /// limits bound what one client or user can make it hold; this bounds
     /// their sum. 1024 MiB by default: 1000 clients with 100,000 flows
     /// took 140 MiB (`cm bench load --sweep`).
@@ -69,7 +69,9 @@ pub struct DaemonConfig {
     /// Most messages per second one client may send (token bucket, one
     /// second of burst).
     pub max_messages_per_sec: u64,
-    /// Most clients at once.
+    /// Most clients at once. A client over this (or over the per-user
+    /// limit) is told which limit it met before its connection closes
+    /// (`CmError::Refused`, `-EMFILE` in C).
     pub max_clients: usize,
     /// Most clients of one uid at once (each attached client costs the
     /// daemon a shared region of about 268 KiB, so this bounds what one

@@ -340,25 +340,31 @@ fn per_client_flow_limit() {
         cm.open(None, dst()).unwrap();
     }
     // The refusal names the limit, and keeps the limit's code (EMFILE).
-    match cm.open(None, dst()) {
+    assert_refused(cm.open(None, dst()), "max_flows_per_client = 3");
+}
+
+/// `r` is a refusal that names `limit` (a `cmd.toml` key and its value)
+/// with the limit's code, EMFILE in C.
+fn assert_refused<T: std::fmt::Debug>(r: Result<T, CmError>, limit: &str) {
+    match r {
         Err(
             e @ CmError::Refused {
                 code: ErrorCode::LimitReached,
                 ..
             },
         ) => {
-            assert!(e.to_string().contains("max_flows_per_client = 3"), "{e}");
+            assert_eq!(e.to_string(), format!("refused: limit {limit} reached"));
             assert_eq!(e.code(), -24);
         }
-        other => panic!("{other:?}"),
+        other => panic!("expected a refusal naming {limit}: {other:?}"),
     }
 }
 
-/// Over its memory budget the daemon refuses new flows, naming the limit,
-/// and keeps serving the flows it has. (The daemon here is a thread of the
-/// test process, whose resident set is far above 1 MiB.)
+/// Over its memory budget the daemon refuses new flows and new clients,
+/// naming the limit, and keeps serving the flows it has. (The daemon here
+/// is a thread of the test process, whose resident set is far above 1 MiB.)
 #[test]
-fn over_its_memory_budget_the_daemon_refuses_new_flows_only() {
+fn over_its_memory_budget_the_daemon_refuses_new_flows_and_clients_only() {
     let d = TestDaemon::with_config(cm_daemon::DaemonConfig {
         max_memory_mib: 1,
         ..Default::default()
@@ -367,17 +373,8 @@ fn over_its_memory_budget_the_daemon_refuses_new_flows_only() {
     let f = cm.open(None, dst()).unwrap();
     // The budget is read once a second.
     std::thread::sleep(StdDuration::from_millis(1300));
-    match cm.open(None, dst()) {
-        Err(
-            e @ CmError::Refused {
-                code: ErrorCode::LimitReached,
-                ..
-            },
-        ) => {
-            assert!(e.to_string().contains("max_memory_mib = 1"), "{e}");
-        }
-        other => panic!("{other:?}"),
-    }
+    assert_refused(cm.open(None, dst()), "max_memory_mib = 1");
+    assert_refused(Cm::connect(&d.path), "max_memory_mib = 1");
     cm.request(f).unwrap();
     assert!(matches!(next_event(&mut cm), CmEvent::Send { .. }));
     assert!(cm.query(f).is_ok());
@@ -393,10 +390,8 @@ fn per_user_client_limit() {
     });
     let a = d.client();
     let _b = d.client();
-    assert!(
-        Cm::connect(&d.path).is_err(),
-        "a third client of the same user is refused"
-    );
+    // A third client of the same user is refused, told which limit.
+    assert_refused(Cm::connect(&d.path), "max_clients_per_user = 2");
     drop(a);
     let deadline = Instant::now() + StdDuration::from_secs(2);
     loop {
@@ -408,6 +403,21 @@ fn per_user_client_limit() {
             }
         }
     }
+}
+
+/// The daemon holds at most `max_clients` connections of all users; the
+/// next one is told which limit it met.
+#[test]
+fn client_limit_is_named_to_the_refused_client() {
+    let d = TestDaemon::with_config(cm_daemon::DaemonConfig {
+        max_clients: 2,
+        ..Default::default()
+    });
+    let mut a = d.client();
+    let _b = d.client();
+    assert_refused(Cm::connect(&d.path), "max_clients = 2");
+    // The clients already there are not affected.
+    assert!(a.open(None, dst()).is_ok());
 }
 
 #[test]

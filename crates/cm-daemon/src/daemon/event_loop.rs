@@ -17,7 +17,7 @@ use rustix::io::Errno;
 use rustix::net::{RecvFlags, SocketFlags, accept_with, recv, sockopt};
 use rustix::time::{Itimerspec, TimerfdTimerFlags, Timespec, timerfd_settime};
 
-use super::{Daemon, LISTENER, RING_BIT, SIGNALS, TIMER};
+use super::{Daemon, LISTENER, RING_BIT, SIGNALS, TIMER, admission};
 use crate::error::DaemonError;
 use crate::log;
 use crate::session::{FlushResult, Session};
@@ -267,10 +267,6 @@ impl Daemon {
                     return;
                 }
             };
-            if self.sessions.len() >= self.cfg.max_clients {
-                log!(warn, "msg=\"client refused: too many clients\"");
-                continue;
-            }
             let Ok(cred) = sockopt::socket_peercred(&fd) else {
                 log!(warn, "msg=\"client refused: no peer credentials\"");
                 continue;
@@ -279,12 +275,11 @@ impl Daemon {
                 cred.uid.as_raw(),
                 u32::try_from(cred.pid.as_raw_nonzero().get()).unwrap_or(0),
             );
-            let of_user = self.sessions.values().filter(|s| s.uid == uid).count();
-            if of_user >= self.cfg.max_clients_per_user {
-                log!(
-                    warn,
-                    "msg=\"client refused: too many clients of this user\" uid={uid} pid={pid}"
-                );
+            if let Err(refusal) = self.admit(uid) {
+                if let ToClient::Refused { why, .. } = &refusal {
+                    log!(warn, "msg=\"client refused: {why}\" uid={uid} pid={pid}");
+                }
+                admission::tell_refused(&fd, &refusal);
                 continue;
             }
             let token = self.next_token;

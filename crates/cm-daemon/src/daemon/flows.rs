@@ -238,7 +238,7 @@ impl Daemon {
 
 /// A refusal that names the limit reached and its value (a configuration
 /// key of `cmd.toml`), to the offender only.
-fn limit(seq: u32, flow: u64, name: &str, value: usize) -> ToClient {
+pub(super) fn limit(seq: u32, flow: u64, name: &str, value: usize) -> ToClient {
     ToClient::Refused {
         seq,
         flow,

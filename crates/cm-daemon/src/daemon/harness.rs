@@ -62,8 +62,7 @@ impl Harness {
         now: Instant,
     ) -> Result<Option<u64>, DaemonError> {
         let d = &mut self.daemon;
-        let of_user = d.sessions.values().filter(|s| s.uid == uid).count();
-        if d.sessions.len() >= d.cfg.max_clients || of_user >= d.cfg.max_clients_per_user {
+        if d.admit(uid).is_err() {
             return Ok(None);
         }
         let (ours, theirs) = rustix::net::socketpair(

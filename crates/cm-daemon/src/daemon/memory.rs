@@ -1,7 +1,8 @@
 //! The daemon's memory budget (`max_memory_mib`): once a second the loop
-//! reads its resident set size; above the budget it refuses new flows,
-//! naming the limit, while every existing client and flow keeps being
-//! served. Below it again, flows are accepted again. The per-client and
+//! reads its resident set size; above the budget it refuses new flows and
+//! new clients, naming the limit (`admission.rs`), while every existing
+//! client and flow keeps being served. Below it again, both are accepted
+//! again. The per-client and
 //! per-user limits bound what any one user can make the daemon hold; the
 //! budget bounds their sum.
 
@@ -51,7 +52,7 @@ impl Daemon {
                 warn,
                 "msg=\"memory budget {}\" rss_mib={} max_memory_mib={}",
                 if over {
-                    "exceeded: new flows refused"
+                    "exceeded: new flows and clients refused"
                 } else {
                     "respected again"
                 },

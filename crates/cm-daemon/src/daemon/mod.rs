@@ -12,6 +12,7 @@
 //! clients' shared-memory rings (attaching, reading, doorbells, following
 //! the busiest client's CPU).
 
+mod admission;
 mod calls;
 mod event_loop;
 mod flows;

@@ -178,6 +178,7 @@ impl DaemonConn {
         let mut welcomed = false;
         let mut attached = attach.is_none();
         let mut fds = Vec::new();
+        let mut reset = false;
         let deadline = std::time::Instant::now() + self.reply_timeout;
         while !(welcomed && attached) {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -191,7 +192,17 @@ impl DaemonConn {
                 Ok(_) | Err(Errno::INTR) => {}
                 Err(e) => return Err(e.into()),
             }
-            match cm_ipc::shm::recv_with_fds(self.fd.as_fd(), &mut self.rbuf)? {
+            let got = match cm_ipc::shm::recv_with_fds(self.fd.as_fd(), &mut self.rbuf) {
+                // A daemon that refuses a client closes before reading its
+                // Hello, and Linux reports that reset before the frames
+                // queued ahead of it: read on for the refusal.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset && !reset => {
+                    reset = true;
+                    continue;
+                }
+                r => r?,
+            };
+            match got {
                 None => continue,
                 Some((0, _)) => return Err(CmError::Disconnected),
                 Some((n, got)) => {
@@ -211,6 +222,16 @@ impl DaemonConn {
                     }
                     ToClient::Error { seq: 0, code, .. } if !welcomed => {
                         return Err(CmError::Daemon(code));
+                    }
+                    // A client limit (named) refused the connection.
+                    ToClient::Refused {
+                        seq: 0,
+                        code,
+                        ref why,
+                        ..
+                    } if !welcomed => {
+                        let why = why.clone();
+                        return Err(CmError::Refused { code, why });
                     }
                     ToClient::Attached { seq, .. } if Some(seq) == attach => {
                         self.rings = Some(Rings::from_fds(std::mem::take(&mut fds))?);
