@@ -34,6 +34,7 @@ use rustix::net::{
 };
 
 mod replies;
+mod spinners;
 
 use super::rings::Rings;
 use crate::error::CmError;
@@ -430,6 +431,10 @@ impl DaemonConn {
         if !self.awaiting || self.spin.is_zero() {
             return Ok(false);
         }
+        // Enough of this process's threads spin already (spinners.rs).
+        let Some(_slot) = spinners::take() else {
+            return Ok(false);
+        };
         let before = self.counters.frames_in;
         let until = std::time::Instant::now() + self.spin_now.min(self.spin);
         if let Some(l) = &mut self.rings {
@@ -463,7 +468,23 @@ impl DaemonConn {
 
     /// Block until the socket is readable or `timeout` passes, then drain it
     /// (after a bounded spin if an answer is expected).
+    /// Frames already in the inbox end the wait at once: they are the
+    /// application's events.
     pub(crate) fn block(&mut self, timeout: Option<std::time::Duration>) -> Result<(), CmError> {
+        self.block_for(timeout, true)
+    }
+
+    /// [`DaemonConn::block`]; `inbox_counts`: frames already in the inbox
+    /// end the wait. A wait for replies passes false, since it has looked at
+    /// them: otherwise a client holding events it has not dispatched yet
+    /// would poll in a loop without sleeping until its reply came, and a
+    /// thousand such clients (`cm bench load --bulk --clients 1000`) took
+    /// the CPUs from the daemon that was to answer them.
+    fn block_for(
+        &mut self,
+        timeout: Option<std::time::Duration>,
+        inbox_counts: bool,
+    ) -> Result<(), CmError> {
         self.flush()?;
         if self.spin_for_answer()? {
             return Ok(());
@@ -472,11 +493,15 @@ impl DaemonConn {
         if self.rings.is_some() {
             // Sleep only if nothing came meanwhile; then silence and arm
             // the doorbell the client sleeps on.
+            let before = self.counters.frames_in;
             self.drain_ring()?;
-            if !self.inbox.is_empty() {
+            if self.counters.frames_in != before || (inbox_counts && !self.inbox.is_empty()) {
                 return Ok(());
             }
-            self.prepare_poll()?;
+            let unread = inbox_counts && !self.inbox.is_empty();
+            if let Some(l) = &mut self.rings {
+                l.prepare_poll(unread)?;
+            }
         }
         // The socket (its hang-up, SIGIO nudges or, without rings, every
         // frame) and, with rings, the client's doorbell.
@@ -510,7 +535,7 @@ impl DaemonConn {
         if left.is_zero() {
             return Err(CmError::Timeout(self.reply_timeout));
         }
-        self.block(Some(left))
+        self.block_for(Some(left), false)
     }
 
     /// Move events (not replies) from the inbox to `out`.
