@@ -292,7 +292,7 @@ fn check(h: &Harness, peak: &mut usize) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    cm_daemon::log::set_quiet(true);
+    cm_daemon::log::set_silent(true);
     let mut i = Input(data);
     let Ok(mut h) = Harness::new(config(&mut i)) else {
         return;

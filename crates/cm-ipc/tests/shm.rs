@@ -66,7 +66,10 @@ fn an_emptied_ring_reuses_its_first_pages() {
         // Two or three frames at a time, then the consumer catches up.
         let n = 2 + i % 2;
         for k in 0..n {
-            assert!(c.push(&frame(i * 3 + k, 200 + (i as usize % 97))).unwrap(), "i {i} k {k}");
+            assert!(
+                c.push(&frame(i * 3 + k, 200 + (i as usize % 97))).unwrap(),
+                "i {i} k {k}"
+            );
         }
         for k in 0..n {
             assert!(d.pop(&mut out).unwrap());
@@ -74,12 +77,18 @@ fn an_emptied_ring_reuses_its_first_pages() {
             passed += out.len();
         }
     }
-    assert!(passed > 20 * MIN_RING_BYTES as usize, "{passed} bytes passed");
+    assert!(
+        passed > 20 * MIN_RING_BYTES as usize,
+        "{passed} bytes passed"
+    );
     let st = rustix::fs::fstat(d.fd()).unwrap();
     let resident = st.st_blocks as usize * 512;
     // The header page and the ring's first 16 KiB and a record (without
     // the rewind: all of one ring, 132 KiB).
-    assert!(resident <= 8 * 4096, "{resident} bytes of the region touched");
+    assert!(
+        resident <= 8 * 4096,
+        "{resident} bytes of the region touched"
+    );
 }
 
 #[test]

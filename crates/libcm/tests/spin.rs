@@ -223,7 +223,10 @@ fn a_reply_wait_with_events_pending_sleeps() {
     eprintln!("waited {waited:?} using {used:.4} s of CPU");
     assert!(matches!(r, Err(libcm::CmError::Timeout(_))), "{r:?}");
     assert!(waited >= Duration::from_millis(300), "{waited:?}");
-    assert!(used < 0.05, "the wait used {used:.3} s of CPU in {waited:?}");
+    assert!(
+        used < 0.05,
+        "the wait used {used:.3} s of CPU in {waited:?}"
+    );
     // The grant is still there for the application.
     assert!(matches!(
         cm.poll_event().unwrap(),

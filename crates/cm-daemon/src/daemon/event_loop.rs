@@ -275,11 +275,12 @@ impl Daemon {
                 cred.uid.as_raw(),
                 u32::try_from(cred.pid.as_raw_nonzero().get()).unwrap_or(0),
             );
-            if let Err(refusal) = self.admit(uid) {
-                if let ToClient::Refused { why, .. } = &refusal {
-                    log!(warn, "msg=\"client refused: {why}\" uid={uid} pid={pid}");
-                }
-                admission::tell_refused(&fd, &refusal);
+            if let Err((name, value)) = self.admit(uid) {
+                log!(
+                    warn,
+                    "msg=\"client refused: limit {name} = {value} reached\" uid={uid} pid={pid}"
+                );
+                admission::tell_refused(&fd, name, value);
                 continue;
             }
             let token = self.next_token;

@@ -148,11 +148,14 @@ impl Xfer {
         let Some(old) = self.sock.take() else {
             return Ok(());
         };
-        let fd = old.as_fd().try_clone_to_owned().map_err(io("duplicate socket"))?;
+        let fd = old
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(io("duplicate socket"))?;
         self.dups_before += old.stats().duplicates;
         drop(old);
-        let mut s = CcUdpSocket::from_std(cm, UdpSocket::from(fd))
-            .map_err(io("wrap receiving socket"))?;
+        let mut s =
+            CcUdpSocket::from_std(cm, UdpSocket::from(fd)).map_err(io("wrap receiving socket"))?;
         s.set_cm_protocol(o.cm_protocol);
         s.set_nonblocking(true).map_err(io("set non-blocking"))?;
         s.connect(self.peer)

@@ -216,7 +216,12 @@ fn print_targets(r: &RunResult) {
 /// Little's law, however fast the daemon answers; with far more runnable
 /// client threads than CPUs, most of it is waiting for a CPU.
 fn print_closed_loop_wait(r: &RunResult) {
-    let per_cycle = 4.0 * if r.cfg.bulk { f64::from(r.cfg.flows) } else { 1.0 };
+    let per_cycle = 4.0
+        * if r.cfg.bulk {
+            f64::from(r.cfg.flows)
+        } else {
+            1.0
+        };
     let cycle_ms = f64::from(r.cfg.clients) * per_cycle / r.ops_per_sec().max(1e-9) * 1e3;
     let wall = r.elapsed.as_secs_f64().max(1e-9);
     let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);

@@ -15,7 +15,11 @@
 //! Duplicates never hide a loss: a sequence number is counted once, and a
 //! duplicate of a received packet cannot fill another one's gap.
 
-use std::collections::BTreeSet;
+#[cfg(test)]
+mod model;
+mod ranges;
+
+pub use ranges::Ranges;
 
 /// Packets above a missing one before it is a loss candidate (§4.3).
 pub const REORDER_THRESHOLD: u64 = 3;
@@ -24,16 +28,17 @@ pub const REORDER_THRESHOLD: u64 = 3;
 /// declared lost at once.
 pub const MAX_TRACKED: usize = 4096;
 
-/// Per-flow loss detection state.
+/// Per-flow loss detection state. Its sets hold ranges of consecutive
+/// numbers ([`Ranges`]): a gap costs one entry however long it is.
 #[derive(Clone, Debug, Default)]
 pub struct LossDetector {
     /// Highest sequence number received plus one (flows number their
     /// packets from 0, so 0 before the first).
     next: u64,
     /// Missing numbers below `next` not yet candidates or declared.
-    missing: BTreeSet<u64>,
+    missing: Ranges,
     /// Candidates (≥ threshold later packets arrived), not yet settled.
-    candidates: BTreeSet<u64>,
+    candidates: Ranges,
     /// Declared lost (cumulative).
     lost: u64,
     /// Candidates that arrived before they settled (reordering absorbed).
@@ -43,8 +48,9 @@ pub struct LossDetector {
     pub late: u64,
     /// Duplicate arrivals ignored.
     pub duplicates: u64,
-    /// Numbers declared lost, kept to recognise a late arrival (bounded).
-    declared: BTreeSet<u64>,
+    /// Numbers declared lost, kept to recognise a late arrival (the most
+    /// recent [`MAX_TRACKED`]).
+    declared: Ranges,
 }
 
 impl LossDetector {
@@ -66,37 +72,31 @@ impl LossDetector {
         if seq >= next {
             // Everything between next and seq is missing.
             let gap = seq - next;
-            if gap as usize > MAX_TRACKED {
+            let tracked = MAX_TRACKED as u64;
+            if gap > tracked {
                 // A jump: the numbers in between cannot all be tracked;
                 // declare all but the last MAX_TRACKED lost at once.
-                self.lost += gap - MAX_TRACKED as u64;
-                for s in (seq - MAX_TRACKED as u64)..seq {
-                    self.missing.insert(s);
-                }
+                self.lost += gap - tracked;
+                self.missing.insert_range(seq - tracked, seq);
             } else {
-                for s in next..seq {
-                    self.missing.insert(s);
-                }
+                self.missing.insert_range(next, seq);
             }
             self.next = seq.saturating_add(1);
             // Missing numbers at least THRESHOLD below seq become candidates.
             let cut = seq.saturating_sub(REORDER_THRESHOLD - 1);
-            let newly: Vec<u64> = self.missing.range(..cut).copied().collect();
-            for s in newly {
-                self.missing.remove(&s);
-                self.candidates.insert(s);
-            }
+            let newly = self.missing.take_below(cut, u64::MAX);
+            self.candidates.extend(&newly);
             self.bound();
             return true;
         }
-        if self.missing.remove(&seq) {
+        if self.missing.remove(seq) {
             return true;
         }
-        if self.candidates.remove(&seq) {
+        if self.candidates.remove(seq) {
             self.reordered += 1;
             return true;
         }
-        if self.declared.remove(&seq) {
+        if self.declared.remove(seq) {
             self.late += 1;
             return false;
         }
@@ -106,37 +106,43 @@ impl LossDetector {
 
     /// A probe arrived: candidates from before the previous probe that are
     /// still missing are declared lost. Returns the cumulative count.
-    pub fn settle(&mut self, previous: &mut BTreeSet<u64>) -> u64 {
-        let due: Vec<u64> = previous
-            .iter()
-            .copied()
-            .filter(|s| self.candidates.contains(s))
-            .collect();
-        for s in due {
-            self.candidates.remove(&s);
-            self.lost += 1;
-            self.declared.insert(s);
-        }
-        while self.declared.len() > MAX_TRACKED {
-            self.declared.pop_first();
-        }
+    /// `previous` holds the candidates at the previous probe, and the
+    /// current ones on return.
+    pub fn settle(&mut self, previous: &mut Ranges) -> u64 {
+        let due = previous.intersection(&self.candidates);
+        self.candidates.subtract(&due);
+        self.lost += due.len();
+        self.declared.extend(&due);
+        self.trim_declared();
         previous.clone_from(&self.candidates);
         self.lost
     }
 
     /// Keeps the sets bounded: the oldest beyond [`MAX_TRACKED`] are lost.
     fn bound(&mut self) {
-        while self.missing.len() + self.candidates.len() > MAX_TRACKED {
-            let oldest = match (self.missing.first(), self.candidates.first()) {
-                (Some(&m), Some(&c)) => m.min(c),
-                (Some(&m), None) => m,
-                (None, Some(&c)) => c,
+        let tracked = MAX_TRACKED as u64;
+        while self.missing.len() + self.candidates.len() > tracked {
+            let excess = self.missing.len() + self.candidates.len() - tracked;
+            // The oldest numbers of whichever set starts lower, up to the
+            // other's first.
+            let gone = match (self.missing.first(), self.candidates.first()) {
+                (Some(m), Some(c)) if m < c => self.missing.take_below(c, excess),
+                (Some(m), Some(_)) => self.candidates.take_below(m, excess),
+                (Some(_), None) => self.missing.take_below(u64::MAX, excess),
+                (None, Some(_)) => self.candidates.take_below(u64::MAX, excess),
                 (None, None) => break,
             };
-            self.missing.remove(&oldest);
-            self.candidates.remove(&oldest);
-            self.lost += 1;
-            self.declared.insert(oldest);
+            self.lost += gone.len();
+            self.declared.extend(&gone);
+        }
+        self.trim_declared();
+    }
+
+    fn trim_declared(&mut self) {
+        let tracked = MAX_TRACKED as u64;
+        if self.declared.len() > tracked {
+            let over = self.declared.len() - tracked;
+            self.declared.take_below(u64::MAX, over);
         }
     }
 }
@@ -146,7 +152,7 @@ impl LossDetector {
 pub struct SettlingDetector {
     /// The detector.
     pub detector: LossDetector,
-    at_last_probe: BTreeSet<u64>,
+    at_last_probe: Ranges,
 }
 
 impl SettlingDetector {
@@ -207,7 +213,61 @@ mod tests {
         d.detector
     }
 
+    #[derive(Clone, Debug)]
+    enum Step {
+        Packet(u64),
+        Probe,
+    }
+
+    /// Arrivals near the front (in order, reordered, duplicated, late),
+    /// jumps far ahead (up to three times what is tracked) and probes.
+    fn steps() -> impl Strategy<Value = Vec<Step>> {
+        proptest::collection::vec(
+            prop_oneof![
+                6 => (0u64..12).prop_map(Step::Packet),
+                1 => (0u64..3 * MAX_TRACKED as u64).prop_map(|d| Step::Packet(d + 1000)),
+                1 => (0u64..5000).prop_map(|back| Step::Packet(u64::MAX - back)),
+                2 => Just(Step::Probe),
+            ],
+            0..300,
+        )
+    }
+
     proptest! {
+        /// The range-based detector counts exactly as the one over single
+        /// numbers (`model.rs`) on any arrivals: packets a few numbers
+        /// around the front (`d` below as an offset from the highest seen
+        /// minus 6), jumps far ahead, old numbers, and probes.
+        #[test]
+        fn ranges_count_as_single_numbers(steps in steps()) {
+            let mut real = SettlingDetector::default();
+            let mut reference = model::SettlingDetector::default();
+            let mut front = 0u64;
+            for s in steps {
+                match s {
+                    Step::Probe => prop_assert_eq!(real.on_probe(), reference.on_probe()),
+                    Step::Packet(d) => {
+                        // Small d: near the front; large d: a jump; near
+                        // u64::MAX: that far below the front (old).
+                        let seq = if d >= u64::MAX - 5000 {
+                            front.saturating_sub(u64::MAX - d)
+                        } else if d >= 1000 {
+                            front + d - 1000
+                        } else {
+                            (front + d).saturating_sub(6)
+                        };
+                        front = front.max(seq);
+                        prop_assert_eq!(real.on_packet(seq), reference.on_packet(seq));
+                    }
+                }
+                let (a, b) = (&real.detector, &reference.detector);
+                prop_assert_eq!(
+                    (a.lost(), a.reordered, a.late, a.duplicates),
+                    (b.lost(), b.reordered, b.late, b.duplicates)
+                );
+            }
+        }
+
         /// Duplicating packets never hides a loss: the losses declared with
         /// duplicates are at least those declared without (a duplicate
         /// cannot stand in for a missing number).
