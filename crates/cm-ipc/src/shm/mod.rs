@@ -42,7 +42,11 @@
 //! ```
 //!
 //! Positions are byte counts that only grow (u64, never wrap in practice);
-//! a record never straddles the end of the data area.
+//! a record never straddles the end of the data area. A producer that finds
+//! its ring empty past the first 16 KiB of the data area writes a wrap
+//! record and starts again from the beginning, so a ring that never holds
+//! much keeps only its first pages resident (consumers need nothing new:
+//! it is an ordinary wrap).
 //!
 //! ## Doorbells: wake only a sleeper
 //!
