@@ -61,9 +61,9 @@ pub struct DaemonConfig {
     pub max_macroflows_per_user: usize,
     /// The daemon's memory budget in MiB: while its resident set is above
     /// it (read once a second), new flows and new clients are refused with
-    /// the limit's name; existing clients and flows keep being served. The other
-    /// limits bound what one client or user can make it hold; this bounds
-    /// their sum. 1024 MiB by default: 1000 clients with 100,000 flows
+    /// the limit's name; existing clients and flows keep being served. The
+    /// other limits bound what one client or user can make it hold; this
+    /// bounds their sum. 1024 MiB by default: 1000 clients with 100,000 flows
     /// took 140 MiB (`cm bench load --sweep`).
     pub max_memory_mib: u64,
     /// Most messages per second one client may send (token bucket, one

@@ -2,9 +2,8 @@
 //! reads its resident set size; above the budget it refuses new flows and
 //! new clients, naming the limit (`admission.rs`), while every existing
 //! client and flow keeps being served. Below it again, both are accepted
-//! again. The per-client and
-//! per-user limits bound what any one user can make the daemon hold; the
-//! budget bounds their sum.
+//! again. The per-client and per-user limits bound what any one user can
+//! make the daemon hold; the budget bounds their sum.
 
 use std::time::{Duration, Instant};
 

@@ -43,13 +43,23 @@ fn receiving_socket(
     peer: SocketAddr,
     o: &CcUdpReceiverOptions,
 ) -> Result<CcUdpSocket> {
-    let mut s = CcUdpSocket::bind(cm, local)
+    let s = CcUdpSocket::bind(cm, local)
         .map_err(|e| TtcpError::io(format!("bind receiving socket {local}"), e))?;
+    big_buffers(&s, SOCKET_BUFFER);
+    receiving(s, peer, o)
+}
+
+/// A receiving socket's settings: the receiver CM as asked, non-blocking,
+/// connected to the sender.
+fn receiving(
+    mut s: CcUdpSocket,
+    peer: SocketAddr,
+    o: &CcUdpReceiverOptions,
+) -> Result<CcUdpSocket> {
     s.set_cm_protocol(o.cm_protocol);
     s.set_nonblocking(true).map_err(io("set non-blocking"))?;
     s.connect(peer)
         .map_err(|e| TtcpError::io(format!("connect receiving socket to {peer}"), e))?;
-    big_buffers(&s, SOCKET_BUFFER);
     Ok(s)
 }
 
@@ -154,13 +164,9 @@ impl Xfer {
             .map_err(io("duplicate socket"))?;
         self.dups_before += old.stats().duplicates;
         drop(old);
-        let mut s =
+        let s =
             CcUdpSocket::from_std(cm, UdpSocket::from(fd)).map_err(io("wrap receiving socket"))?;
-        s.set_cm_protocol(o.cm_protocol);
-        s.set_nonblocking(true).map_err(io("set non-blocking"))?;
-        s.connect(self.peer)
-            .map_err(|e| TtcpError::io(format!("connect receiving socket to {}", self.peer), e))?;
-        self.sock = Some(s);
+        self.sock = Some(receiving(s, self.peer, o)?);
         self.restarts += 1;
         Ok(())
     }

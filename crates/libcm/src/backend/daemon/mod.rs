@@ -498,9 +498,10 @@ impl DaemonConn {
             if self.counters.frames_in != before || (inbox_counts && !self.inbox.is_empty()) {
                 return Ok(());
             }
-            let unread = inbox_counts && !self.inbox.is_empty();
+            // Nothing new, and (if they count) no events held: what the
+            // inbox holds is not a reason to wake.
             if let Some(l) = &mut self.rings {
-                l.prepare_poll(unread)?;
+                l.prepare_poll(false)?;
             }
         }
         // The socket (its hang-up, SIGIO nudges or, without rings, every
