@@ -2,15 +2,17 @@
 //!
 //! A spinning client is runnable for the whole spin, yielding between
 //! polls, and `sched_yield` gives the CPU to the daemon only if the
-//! scheduler picks it next. With many more spinning clients than CPUs, the
-//! daemon gets its fair share of one thread among all of them: at 1000
-//! client threads on 2 CPUs (`cm bench load --bulk --clients 1000`) the
-//! clients' spins took 90% of the machine and the daemon 6%, its answers
-//! took longer than the spins, and the load stalled until the clients'
-//! reply timeouts ran out. So at most one thread per CPU but one (at least
-//! one) spins; the others sleep on their doorbells at once. Separate
-//! processes do not share this count; there, the adaptive spin (module
-//! docs of `daemon`) shrinks when answers come late.
+//! scheduler picks it next. With more spinning threads than CPUs, the
+//! daemon that is to answer them gets a share of one thread among all of
+//! them, and spinning cannot make its answer come sooner. So at most one
+//! thread per CPU but one (at least one) spins; the others sleep on their
+//! doorbells at once. (`cm bench load --bulk --clients 1000` showed what
+//! client threads that do not sleep do to the daemon: 90% of both CPUs to
+//! the clients, 6% to the daemon, and the load stalled. The cause there
+//! was a reply wait that polled without end, fixed in `block_for`; this
+//! bound keeps the bounded spins from doing the same in a smaller way.)
+//! Separate processes do not share this count; there, the adaptive spin
+//! (module docs of `daemon`) shrinks when answers come late.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
