@@ -55,9 +55,10 @@ fn real_sharing_later_retrievals_are_faster() {
 /// per set) gives 0.45 against the acceptance line of 0.40. So the quick
 /// test checks what two short runs per set show reliably, against the
 /// control measured in the same run (one run per set was not enough: a
-/// CI run once gave 0.416 against a control of 0.284): the outside Reno keeps clearly more against
-/// four TCP/CM flows in one macroflow than against four Linux flows (about
-/// 0.17), and the four TCP/CM flows share equally.
+/// CI run once gave 0.416 against a control of 0.284): the outside Reno
+/// keeps clearly more against four TCP/CM flows in one macroflow than
+/// against four Linux flows (about 0.17), and the four TCP/CM flows share
+/// equally.
 #[test]
 fn real_ensemble_competes_like_one_flow() {
     let Some(_serial) = root() else {

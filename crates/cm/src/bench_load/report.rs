@@ -225,13 +225,19 @@ fn print_closed_loop_wait(r: &RunResult) {
     let cycle_ms = f64::from(r.cfg.clients) * per_cycle / r.ops_per_sec().max(1e-9) * 1e3;
     let wall = r.elapsed.as_secs_f64().max(1e-9);
     let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let daemon = 100.0 * r.daemon_cpu.as_secs_f64() / wall;
+    // A daemon short of one CPU had time to spare: the calls waited for
+    // the clients' own turns on a CPU. One near a full CPU is the limit.
+    let verdict = if daemon < 80.0 {
+        "so a call waits mostly for a CPU, not for the daemon"
+    } else {
+        "so the daemon is the bottleneck"
+    };
     println!(
         "  where the time goes: {} clients in a closed loop on {cpus} CPUs finish a cycle each every {cycle_ms:.1} ms \
-         (Little's law: clients x operations per cycle / operations per second); the daemon was busy {:.0}% of one CPU \
-         ({:.2} µs per operation) and the clients' threads {:.0}%, so a call waits mostly for a CPU, not for the daemon; \
-         compare at a set rate (--rate 20000).",
+         (Little's law: clients x operations per cycle / operations per second); the daemon was busy {daemon:.0}% of one CPU \
+         ({:.2} µs per operation) and the clients' threads {:.0}%, {verdict}; compare at a set rate (--rate 20000).",
         r.cfg.clients,
-        100.0 * r.daemon_cpu.as_secs_f64() / wall,
         cpu_per_op_us(r),
         100.0 * r.client_cpu.as_secs_f64() / wall,
     );
