@@ -20,6 +20,9 @@
 #   CM_FUZZ_RUNS=1000000 scripts/fuzz.sh        # each for 1e6 executions
 #
 # CM_FUZZ_RUNS (libFuzzer's -runs=N) replaces the time limits when set.
+# CM_FUZZ_MAX_LEN (libFuzzer's -max_len=N) caps the input length (default:
+# libFuzzer's, growing to 4096); proto_decode runs about 5,000
+# executions/s at 2048 and 1,200/s once its inputs reach 4096.
 # CM_FUZZ_TARGETS="session proto_decode" runs only those targets.
 #
 # Each run reads the checked-in seeds fuzz/seeds/<target>/ (regenerate them
@@ -86,6 +89,9 @@ run_target() {
   local limit=(-max_total_time="$SECS")
   if [ -n "${CM_FUZZ_RUNS:-}" ]; then
     limit=(-runs="$CM_FUZZ_RUNS")
+  fi
+  if [ -n "${CM_FUZZ_MAX_LEN:-}" ]; then
+    limit+=(-max_len="$CM_FUZZ_MAX_LEN")
   fi
   cargo fuzz run --fuzz-dir fuzz -s none "$TARGET" "$CORPUS" "$SEEDS" -- \
     "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
