@@ -95,23 +95,18 @@ pub fn cc(sources: &[PathBuf], out: &Path, static_link: bool) {
 
 /// Build tests/c/`name`.c into `dir` (against the shared libcm).
 pub fn build_c_test(name: &str, dir: &Path) -> PathBuf {
-    let out = dir.join(name);
-    cc(
-        &[crate_dir().join(format!("tests/c/{name}.c"))],
-        &out,
-        false,
-    );
-    out
+    build_c("tests/c", name, dir)
 }
 
 /// Build one of the C examples into `dir`.
 pub fn build_example(name: &str, dir: &Path) -> PathBuf {
+    build_c("examples/c", name, dir)
+}
+
+/// Build the crate's `sub`/`name`.c into `dir` (against the shared libcm).
+fn build_c(sub: &str, name: &str, dir: &Path) -> PathBuf {
     let out = dir.join(name);
-    cc(
-        &[crate_dir().join(format!("examples/c/{name}.c"))],
-        &out,
-        false,
-    );
+    cc(&[crate_dir().join(format!("{sub}/{name}.c"))], &out, false);
     out
 }
 

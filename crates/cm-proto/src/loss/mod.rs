@@ -120,18 +120,14 @@ impl LossDetector {
 
     /// Keeps the sets bounded: the oldest beyond [`MAX_TRACKED`] are lost.
     fn bound(&mut self) {
-        let tracked = MAX_TRACKED as u64;
-        while self.missing.len() + self.candidates.len() > tracked {
-            let excess = self.missing.len() + self.candidates.len() - tracked;
-            // The oldest numbers of whichever set starts lower, up to the
-            // other's first.
-            let gone = match (self.missing.first(), self.candidates.first()) {
-                (Some(m), Some(c)) if m < c => self.missing.take_below(c, excess),
-                (Some(m), Some(_)) => self.candidates.take_below(m, excess),
-                (Some(_), None) => self.missing.take_below(u64::MAX, excess),
-                (None, Some(_)) => self.candidates.take_below(u64::MAX, excess),
-                (None, None) => break,
-            };
+        // Every candidate is below every missing number (candidates are
+        // the missing numbers that fell below a cut), so the oldest are
+        // the candidates, then the missing numbers.
+        let mut excess =
+            (self.missing.len() + self.candidates.len()).saturating_sub(MAX_TRACKED as u64);
+        for set in [&mut self.candidates, &mut self.missing] {
+            let gone = set.take_below(u64::MAX, excess);
+            excess -= gone.len();
             self.lost += gone.len();
             self.declared.extend(&gone);
         }

@@ -140,14 +140,14 @@ fn print_where(r: &RunResult) {
         r.ops,
         wall,
         r.setup.as_secs_f64(),
-        100.0 * r.daemon_cpu.as_secs_f64() / wall,
+        cpu_share(r.daemon_cpu, wall),
         cpu_op,
         if cpu_op > 0.0 {
             1e6 / cpu_op
         } else {
             f64::INFINITY
         },
-        100.0 * r.client_cpu.as_secs_f64() / wall,
+        cpu_share(r.client_cpu, wall),
         r.loaded.rss as f64 / MIB,
         r.loaded.rss_anon as f64 / MIB,
         r.loaded.rss_shmem as f64 / MIB,
@@ -169,6 +169,11 @@ fn print_where(r: &RunResult) {
             String::new()
         },
     );
+}
+
+/// CPU time over `wall` seconds, in percent of one CPU.
+fn cpu_share(cpu: std::time::Duration, wall: f64) -> f64 {
+    100.0 * cpu.as_secs_f64() / wall
 }
 
 fn verdict(ok: bool) -> &'static str {
@@ -225,7 +230,7 @@ fn print_closed_loop_wait(r: &RunResult) {
     let cycle_ms = f64::from(r.cfg.clients) * per_cycle / r.ops_per_sec().max(1e-9) * 1e3;
     let wall = r.elapsed.as_secs_f64().max(1e-9);
     let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let daemon = 100.0 * r.daemon_cpu.as_secs_f64() / wall;
+    let daemon = cpu_share(r.daemon_cpu, wall);
     // A daemon short of one CPU had time to spare: the calls waited for
     // the clients' own turns on a CPU. One near a full CPU is the limit.
     let verdict = if daemon < 80.0 {
@@ -239,7 +244,7 @@ fn print_closed_loop_wait(r: &RunResult) {
          ({:.2} µs per operation) and the clients' threads {:.0}%, {verdict}; compare at a set rate (--rate 20000).",
         r.cfg.clients,
         cpu_per_op_us(r),
-        100.0 * r.client_cpu.as_secs_f64() / wall,
+        cpu_share(r.client_cpu, wall),
     );
 }
 
