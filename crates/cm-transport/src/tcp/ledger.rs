@@ -27,15 +27,23 @@ pub(crate) struct Resolved {
 }
 
 /// Transmissions since the last timeout, oldest first.
+///
+/// Original transmissions are appended in sequence order, so while no
+/// retransmission is held the deque is sorted by `start` and an ACK only
+/// touches its front: O(segments acknowledged), not O(flight). With a
+/// retransmission held (loss recovery; rare and short) an ACK scans all.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Ledger {
     sent: VecDeque<Transmission>,
+    /// Retransmissions in `sent`.
+    rexmits: usize,
 }
 
 impl Ledger {
     /// Record a transmission.
     pub(crate) fn on_send(&mut self, start: u64, end: u64, now: Instant, rexmit: bool) {
         if end > start {
+            self.rexmits += usize::from(rexmit);
             self.sent.push_back(Transmission {
                 start,
                 end,
@@ -47,11 +55,22 @@ impl Ledger {
 
     /// Everything below `ack` is acknowledged.
     pub(crate) fn on_ack(&mut self, now: Instant, ack: u64) -> Resolved {
+        if self.rexmits == 0 {
+            self.on_ack_in_order(now, ack)
+        } else {
+            self.on_ack_scan(now, ack)
+        }
+    }
+
+    /// [`Ledger::on_ack`] by a scan of every held transmission.
+    fn on_ack_scan(&mut self, now: Instant, ack: u64) -> Resolved {
         let mut covered = 0;
         let mut ambiguous = false;
         let mut newest: Option<Instant> = None;
+        let mut rexmits = 0;
         self.sent.retain_mut(|t| {
             if t.start >= ack {
+                rexmits += usize::from(t.rexmit);
                 return true;
             }
             let upto = t.end.min(ack);
@@ -66,9 +85,11 @@ impl Ledger {
                 false
             } else {
                 t.start = ack;
+                rexmits += usize::from(t.rexmit);
                 true
             }
         });
+        self.rexmits = rexmits;
         let sample = newest
             .filter(|_| !ambiguous)
             .map(|t| now - t)
@@ -76,10 +97,33 @@ impl Ledger {
         Resolved { covered, sample }
     }
 
+    /// [`Ledger::on_ack`] when every held transmission is an original, so
+    /// the deque is sorted by sequence number and send time: the fully
+    /// acknowledged ones are at the front, the newest of them last.
+    fn on_ack_in_order(&mut self, now: Instant, ack: u64) -> Resolved {
+        let mut covered = 0;
+        let mut newest = None;
+        while let Some(t) = self.sent.front_mut() {
+            if t.start >= ack {
+                break;
+            }
+            covered += t.end.min(ack) - t.start;
+            if t.end > ack {
+                t.start = ack;
+                break;
+            }
+            newest = Some(t.sent_at);
+            self.sent.pop_front();
+        }
+        let sample = newest.map(|t| now - t).filter(|d| !d.is_zero());
+        Resolved { covered, sample }
+    }
+
     /// Forget everything (after a timeout every earlier transmission is
     /// resolved as lost, and acknowledgments of it are ambiguous).
     pub(crate) fn clear(&mut self) {
         self.sent.clear();
+        self.rexmits = 0;
     }
 }
 
@@ -114,5 +158,45 @@ mod tests {
         let r = l.on_ack(t(130), 31);
         assert_eq!(r.covered, 6);
         assert_eq!(r.sample, Some(Duration::from_micros(110)));
+    }
+
+    proptest::proptest! {
+        /// The in-order fast path resolves every ACK exactly as a scan of
+        /// all held transmissions does.
+        #[test]
+        fn fast_path_matches_the_scan(ops in proptest::collection::vec((0u8..10, 1u64..4000, 0u64..100), 1..300)) {
+            let (mut fast, mut scan) = (Ledger::default(), Ledger::default());
+            let (mut una, mut max, mut now) = (1u64, 1u64, 0u64);
+            for (kind, n, dt) in ops {
+                now += dt;
+                match kind {
+                    // New data.
+                    0..=4 => {
+                        fast.on_send(max, max + n, t(now), false);
+                        scan.on_send(max, max + n, t(now), false);
+                        max += n;
+                    }
+                    // A retransmission somewhere in flight.
+                    5 => {
+                        if max > una {
+                            let s = una + n % (max - una);
+                            let e = (s + 1 + n).min(max);
+                            fast.on_send(s, e, t(now), true);
+                            scan.on_send(s, e, t(now), true);
+                        }
+                    }
+                    // A timeout.
+                    6 => {
+                        fast.clear();
+                        scan.clear();
+                    }
+                    // A cumulative ACK.
+                    _ => {
+                        una = (una + n).min(max);
+                        proptest::prop_assert_eq!(fast.on_ack(t(now), una), scan.on_ack_scan(t(now), una));
+                    }
+                }
+            }
+        }
     }
 }
