@@ -1,0 +1,197 @@
+//! Sending: GSO runs, `sendmmsg` batches, or one datagram per call.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+
+use crate::sys::{self, RawAddr};
+use crate::{MAX_BATCH, MAX_GSO_BYTES, SendPath, UdpIo};
+
+impl UdpIo {
+    /// Send the datagrams laid back to back in `buf`, each `segment` bytes
+    /// but the last (which may be shorter), to `dst` (`None` on a
+    /// connected socket).
+    ///
+    /// Returns how many datagrams the kernel took, from the front; fewer
+    /// than all when the send buffer filled or an error followed the first
+    /// (the caller sends the rest again). `WouldBlock` when none moved.
+    pub fn send_segments(
+        &mut self,
+        dst: Option<SocketAddr>,
+        buf: &[u8],
+        segment: usize,
+    ) -> io::Result<usize> {
+        if segment == 0 || buf.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "send_segments: an empty buffer or a zero segment size",
+            ));
+        }
+        let addr = dst.map(RawAddr::new);
+        let count = buf.len().div_ceil(segment);
+        if self.path == SendPath::Gso && count > 1 {
+            if let Ok(seg16) = u16::try_from(segment) {
+                match self.send_gso_runs(addr.as_ref(), buf, segment, seg16) {
+                    Ok(n) => return Ok(n),
+                    Err(e) if gso_refusal(&e) => {
+                        // The kernel or the device cannot segment: never
+                        // again on this socket; this batch goes by sendmmsg.
+                        self.stats.gso_refused += 1;
+                        self.path = SendPath::Mmsg;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        let mut msgs: [(Option<&RawAddr>, &[u8]); MAX_BATCH] = [(None, &[]); MAX_BATCH];
+        let mut sent = 0;
+        for chunk in buf.chunks(segment * MAX_BATCH) {
+            let mut n = 0;
+            for d in chunk.chunks(segment) {
+                msgs[n] = (addr.as_ref(), d);
+                n += 1;
+            }
+            match self.send_raw(&msgs[..n]) {
+                Ok(k) => {
+                    sent += k;
+                    if k < n {
+                        break;
+                    }
+                }
+                // What went is reported; the error comes again on the
+                // caller's next call if it persists.
+                Err(_) if sent > 0 => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(sent)
+    }
+
+    /// Send each datagram of `msgs` to its own destination (`None` on a
+    /// connected socket), in order; sizes may differ. Returns how many
+    /// went, from the front, as [`UdpIo::send_segments`] does.
+    pub fn send_each(&mut self, msgs: &[(Option<SocketAddr>, &[u8])]) -> io::Result<usize> {
+        let mut sent = 0;
+        for chunk in msgs.chunks(MAX_BATCH) {
+            let mut addrs = [None; MAX_BATCH];
+            for (i, (dst, _)) in chunk.iter().enumerate() {
+                addrs[i] = dst.map(RawAddr::new);
+            }
+            let mut raw: [(Option<&RawAddr>, &[u8]); MAX_BATCH] = [(None, &[]); MAX_BATCH];
+            for (i, (_, data)) in chunk.iter().enumerate() {
+                raw[i] = (addrs[i].as_ref(), data);
+            }
+            match self.send_raw(&raw[..chunk.len()]) {
+                Ok(k) => {
+                    sent += k;
+                    if k < chunk.len() {
+                        break;
+                    }
+                }
+                Err(_) if sent > 0 => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(sent)
+    }
+
+    /// GSO sends of `buf` in runs of at most [`MAX_BATCH`] segments and
+    /// [`MAX_GSO_BYTES`] bytes.
+    fn send_gso_runs(
+        &mut self,
+        addr: Option<&RawAddr>,
+        buf: &[u8],
+        segment: usize,
+        seg16: u16,
+    ) -> io::Result<usize> {
+        let per_call = (MAX_GSO_BYTES / segment).clamp(1, MAX_BATCH);
+        let fd = self.sock.as_raw_fd();
+        let mut sent = 0;
+        for run in buf.chunks(segment * per_call) {
+            self.stats.send_calls += 1;
+            let r = if run.len() > segment {
+                sys::send_gso(fd, addr, run, seg16)
+            } else {
+                single(&self.sock, addr, run)
+            };
+            match r {
+                Ok(_) => {
+                    let n = run.len().div_ceil(segment);
+                    sent += n;
+                    self.stats.datagrams_sent += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    // Nothing went; try this run again by the next call.
+                    break;
+                }
+                Err(e) if sent > 0 && !gso_refusal(&e) => break,
+                Err(e) => {
+                    if sent > 0 {
+                        // A refusal after some went: report what went; the
+                        // rest goes by the fallback on the next call.
+                        self.stats.gso_refused += 1;
+                        self.path = SendPath::Mmsg;
+                        break;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        if sent == 0 {
+            return Err(io::ErrorKind::Interrupted.into());
+        }
+        Ok(sent)
+    }
+
+    /// One batch of at most [`MAX_BATCH`] datagrams by `sendmmsg` or one
+    /// call each.
+    fn send_raw(&mut self, msgs: &[(Option<&RawAddr>, &[u8])]) -> io::Result<usize> {
+        if msgs.is_empty() {
+            return Ok(0);
+        }
+        if self.path != SendPath::Single {
+            self.stats.send_calls += 1;
+            match sys::sendmmsg(self.sock.as_raw_fd(), msgs) {
+                Ok(n) => {
+                    self.stats.datagrams_sent += n as u64;
+                    return Ok(n);
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+                    self.path = SendPath::Single;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let mut sent = 0;
+        for (addr, data) in msgs {
+            self.stats.send_calls += 1;
+            match single(&self.sock, *addr, data) {
+                Ok(_) => sent += 1,
+                Err(_) if sent > 0 => break,
+                Err(e) => return Err(e),
+            }
+        }
+        self.stats.datagrams_sent += sent as u64;
+        Ok(sent)
+    }
+}
+
+/// A GSO send the kernel will not do on this socket or device.
+fn gso_refusal(e: &io::Error) -> bool {
+    // udp_send_skb: EINVAL for a socket without transmit checksums
+    // (SO_NO_CHECK) or too many segments, EIO where the device or an IPsec
+    // route cannot segment. EMSGSIZE (a segment over the path MTU) is the
+    // caller's error and is not retried.
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EIO | libc::EINVAL | libc::EOPNOTSUPP)
+    )
+}
+
+/// One datagram by `send` or `send_to`.
+fn single(sock: &std::net::UdpSocket, addr: Option<&RawAddr>, data: &[u8]) -> io::Result<usize> {
+    match addr.and_then(|a| a.to_std()) {
+        Some(to) => sock.send_to(data, to),
+        None => sock.send(data),
+    }
+}
