@@ -144,6 +144,7 @@ mod ccudp;
 pub mod error;
 mod linux_tcp;
 mod net;
+mod outbox;
 mod payload;
 mod receive;
 mod send;
@@ -161,7 +162,9 @@ pub use receive::{Receiver, ReceiverHandle};
 pub use send::{
     send, send_concurrent, send_observed, send_scheduled, send_scheduled_observed, send_sequence,
 };
-pub use spec::{CcUdpReceiverOptions, Observer, ReceiverOptions, Scheduled, SendSpec, Until};
+pub use spec::{
+    CcUdpReceiverOptions, DELAYED_ACK, Observer, ReceiverOptions, Scheduled, SendSpec, Until,
+};
 pub use summary::{CcUdpDetail, ProgressSample, Role, Summary, TcpCmDetail, Transport};
 
 /// Largest UDP payload in one 1500-byte IPv4 packet.

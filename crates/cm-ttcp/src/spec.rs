@@ -170,13 +170,18 @@ pub struct Scheduled {
     pub spec: SendSpec,
 }
 
+/// The TCP/CM receiver's default delayed-ACK timeout.
+pub const DELAYED_ACK: Duration = Duration::from_millis(40);
+
 /// Receiver parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReceiverOptions {
     /// TCP/CM: the advertised window, bytes (default 16 MiB).
     pub rcv_wnd: u32,
-    /// TCP/CM: delayed ACKs (ACK every second segment or after this long);
-    /// `None` (default) ACKs every segment.
+    /// TCP/CM: delayed ACKs, RFC 5681 §4.2 / RFC 1122 §4.2.3.2: ACK every
+    /// second segment or after this long, out-of-order and gap-filling data
+    /// at once (default 40 ms, Linux's minimum delayed-ACK timeout); `None`
+    /// ACKs every segment.
     pub delayed_ack: Option<Duration>,
     /// Take a progress sample (bytes received) this often.
     pub progress_interval: Option<Duration>,
@@ -221,7 +226,7 @@ impl Default for ReceiverOptions {
     fn default() -> Self {
         ReceiverOptions {
             rcv_wnd: 16 << 20,
-            delayed_ack: None,
+            delayed_ack: Some(DELAYED_ACK),
             progress_interval: None,
             idle_timeout: Duration::from_secs(60),
             output: None,

@@ -1,4 +1,5 @@
 //! TCP/CM over UDP: the sender loop and the receiver.
 
+pub(crate) mod conn;
 pub(crate) mod receiver;
 pub(crate) mod sender;

@@ -6,10 +6,12 @@ use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 use cm_transport::{Flags, TcpReceiver, TcpReceiverConfig, TcpSegment};
+use cm_udp::{Offload, RecvBatch, UdpIo};
 use rustix::event::PollFlags;
 
 use crate::error::{Result, TtcpError};
-use crate::net::{SOCKET_BUFFER, big_buffers, send_datagram_to, wait_fd};
+use crate::net::{SOCKET_BUFFER, big_buffers, wait_fd};
+use crate::outbox::Mixed;
 use crate::payload::Sink;
 use crate::spec::{ReceiverOptions, Until};
 use crate::summary::{ProgressSample, Role, Summary, Transport, throughput};
@@ -33,11 +35,12 @@ struct RConn {
 }
 
 pub(crate) struct UdpReceiver {
-    sock: UdpSocket,
+    io: UdpIo,
+    /// ACKs queued while a receive batch is handled, sent together.
+    acks: Mixed,
     local: SocketAddr,
     opts: ReceiverOptions,
     conns: HashMap<SocketAddr, RConn>,
-    buf: Vec<u8>,
     /// Connections started so far (names the output files).
     started: u64,
 }
@@ -48,15 +51,18 @@ impl UdpReceiver {
         sock.set_nonblocking(true)
             .map_err(|e| TtcpError::io("set non-blocking", e))?;
         big_buffers(&sock, SOCKET_BUFFER);
-        let local = sock
+        let offload = Offload::from_env().map_err(|e| TtcpError::Invalid(e.to_string()))?;
+        let io = UdpIo::with_offload(sock, offload).map_err(|e| TtcpError::io("UDP socket", e))?;
+        let local = io
+            .socket()
             .local_addr()
             .map_err(|e| TtcpError::io("local address", e))?;
         Ok(UdpReceiver {
-            sock,
+            io,
+            acks: Mixed::default(),
             local,
             opts,
             conns: HashMap::new(),
-            buf: Vec::with_capacity(128),
             started: 0,
         })
     }
@@ -120,7 +126,8 @@ impl UdpReceiver {
         on_done: &mut dyn FnMut(&Summary),
     ) -> Result<Vec<Summary>> {
         let mut out = Vec::new();
-        let mut rbuf = vec![0u8; 65_536];
+        // With GRO each slot holds up to 64 KiB of coalesced segments.
+        let mut batch = RecvBatch::new(8, 2048);
         let mut linger_until: Option<Instant> = None;
         loop {
             let now = Instant::now();
@@ -133,17 +140,21 @@ impl UdpReceiver {
             }
             // Receive everything waiting.
             loop {
-                match self.sock.recv_from(&mut rbuf) {
-                    Ok((n, peer)) => {
-                        let Some(bytes) = rbuf.get(..n) else { continue };
-                        let Ok(seg) = TcpSegment::decode(bytes) else {
-                            continue;
-                        };
-                        // The payload is the datagram's last `len` bytes.
-                        let payload = bytes
-                            .get(bytes.len().saturating_sub(seg.len as usize)..)
-                            .unwrap_or(&[]);
-                        self.on_segment(peer, &seg, payload, &mut out, on_done)?;
+                match self.io.recv(&mut batch) {
+                    Ok(_) => {
+                        for (peer, bytes) in batch.iter() {
+                            let Some(peer) = peer else { continue };
+                            let Ok(seg) = TcpSegment::decode(bytes) else {
+                                continue;
+                            };
+                            // The payload is the datagram's last `len` bytes.
+                            let payload = bytes
+                                .get(bytes.len().saturating_sub(seg.len as usize)..)
+                                .unwrap_or(&[]);
+                            self.on_segment(peer, &seg, payload, &mut out, on_done)?;
+                        }
+                        // One batch's ACKs leave together.
+                        self.acks.flush(&mut self.io)?;
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                     Err(e)
@@ -155,6 +166,7 @@ impl UdpReceiver {
                 }
             }
             self.timers(&mut out, on_done)?;
+            self.acks.flush(&mut self.io)?;
             let mut wait = Duration::from_millis(50);
             let now = Instant::now();
             for c in self.conns.values() {
@@ -169,7 +181,7 @@ impl UdpReceiver {
                 wait = wait.min(d.saturating_duration_since(now));
             }
             if !wait.is_zero() {
-                wait_fd(&self.sock, PollFlags::IN, wait)?;
+                wait_fd(self.io.socket(), PollFlags::IN, wait)?;
             }
         }
         // Connections cut short by the stop: incomplete summaries.
@@ -232,9 +244,7 @@ impl UdpReceiver {
             c.end = now;
         }
         while let Some(ack) = c.rx.poll_transmit(t) {
-            self.buf.clear();
-            ack.encode(&mut self.buf);
-            send_datagram_to(&self.sock, &self.buf, peer)?;
+            self.acks.push(&mut self.io, peer, |buf| ack.encode(buf))?;
         }
         if !c.reported && c.rx.fin_received() {
             c.reported = true;
@@ -261,9 +271,7 @@ impl UdpReceiver {
             if c.rx.poll_timeout().is_some_and(|at| at <= t) {
                 c.rx.handle_timeout(t);
                 while let Some(ack) = c.rx.poll_transmit(t) {
-                    self.buf.clear();
-                    ack.encode(&mut self.buf);
-                    send_datagram_to(&self.sock, &self.buf, peer)?;
+                    self.acks.push(&mut self.io, peer, |buf| ack.encode(buf))?;
                 }
             }
             if let (Some(at), Some(step)) = (c.next_sample, self.opts.progress_interval) {

@@ -3,20 +3,23 @@
 //! one [`Cm`] (cm-implementation-linux §3.2).
 
 use std::collections::HashMap;
-use std::net::{SocketAddr, UdpSocket};
+
 use std::time::{Duration, Instant};
 
 use cm_core::{Bytes, FlowId};
 use cm_transport::{CcMode, CmCall, TcpConfig, TcpSegment, TcpSender};
+use cm_udp::{MAX_BATCH, Offload, RecvBatch, UdpIo};
 use libcm::{Cm, CmError, CmEvent, Mode};
 use rustix::event::{PollFd, PollFlags, poll};
 
 use crate::TCPCM_MSS;
 use crate::error::{Result, TtcpError};
-use crate::net::{connected_udp, send_datagram, timespec};
+use crate::net::{connected_udp, timespec};
+use crate::outbox::Run;
+use crate::tcpcm::conn::{Conn, flush, transmit};
 use crate::payload::Source;
 use crate::spec::{Observer, SendSpec};
-use crate::summary::{ProgressSample, Role, Summary, TcpCmDetail, Transport, throughput};
+use crate::summary::{ProgressSample, Summary, TcpCmDetail};
 
 /// One transfer to run at `t0 + at`.
 pub(crate) struct Job {
@@ -29,67 +32,14 @@ pub(crate) struct Job {
 /// often even if every timer computation were wrong.
 const MAX_WAIT: Duration = Duration::from_millis(250);
 
-struct Conn {
-    index: usize,
-    spec: SendSpec,
-    sock: UdpSocket,
-    local: SocketAddr,
-    tcp: TcpSender,
-    flow: FlowId,
-    detail: TcpCmDetail,
-    started: Instant,
-    start_unix: f64,
-    cpu0: Duration,
-    /// Last time `bytes_acked` grew (or the start).
-    progressed: Instant,
-    acked: u64,
-    next_sample: Option<Instant>,
-    samples: Vec<ProgressSample>,
-    refused: bool,
-    /// The bytes to send (zeros or a file).
-    source: Source,
-}
-
-impl Conn {
-    fn summary(&self, end: Instant, complete: bool) -> Summary {
-        let stats = self.tcp.stats();
-        let seconds = end.saturating_duration_since(self.started).as_secs_f64();
-        let bytes = stats.bytes_acked;
-        let mut detail = self.detail.clone();
-        detail.segments_sent = stats.segments_sent;
-        detail.timeouts = stats.timeouts;
-        detail.fast_retransmits = stats.fast_retransmits;
-        detail.srtt_s = stats.srtt.map(|d| d.as_secs_f64());
-        Summary {
-            transport: Transport::TcpCm,
-            role: Role::Sender,
-            local: self.local.to_string(),
-            peer: self.spec.dst.to_string(),
-            bytes,
-            seconds,
-            throughput_bps: throughput(bytes, seconds),
-            retransmissions: stats.retransmits,
-            cpu_s: cm_clock::thread_cpu()
-                .saturating_sub(self.cpu0)
-                .as_secs_f64(),
-            start_s: cm_clock::secs_since_epoch(self.started),
-            end_s: cm_clock::secs_since_epoch(end),
-            start_unix_s: self.start_unix,
-            complete,
-            progress: self.samples.clone(),
-            tcpcm: Some(detail),
-            ccudp: None,
-        }
-    }
-}
-
 /// The loop's state: live connections by slot, flows to slots.
 struct Engine<'c, 'o> {
     cm: &'c mut Cm,
     conns: Vec<Option<Conn>>,
     by_flow: HashMap<FlowId, usize>,
     results: Vec<(usize, Result<Summary>)>,
-    buf: Vec<u8>,
+    /// Receive buffers shared by the connections (ACKs are small: no GRO).
+    rx: RecvBatch,
     observer: Option<Observer<'o>>,
 }
 
@@ -111,7 +61,7 @@ pub(crate) fn run(
         conns: Vec::new(),
         by_flow: HashMap::new(),
         results: Vec::new(),
-        buf: Vec::with_capacity(2048),
+        rx: RecvBatch::new(MAX_BATCH, 2048),
         observer,
     };
     let r = eng.run(t0, &mut jobs);
@@ -134,7 +84,6 @@ pub(crate) fn run(
 impl Engine<'_, '_> {
     fn run(&mut self, t0: Instant, jobs: &mut Vec<Job>) -> Result<()> {
         let daemon = self.cm.mode() == Mode::Daemon;
-        let mut rbuf = vec![0u8; 65_536];
         loop {
             let now = Instant::now();
             while jobs.last().is_some_and(|j| t0 + j.at <= now) {
@@ -152,11 +101,15 @@ impl Engine<'_, '_> {
                 return Ok(());
             }
             for slot in 0..self.conns.len() {
-                self.receive(slot, &mut rbuf)?;
+                self.receive(slot)?;
             }
             self.timers(Instant::now())?;
             self.events()?;
             self.finish(Instant::now());
+            // This pass's segments leave together.
+            for c in self.conns.iter_mut().flatten() {
+                flush(c)?;
+            }
 
             // Sleep until the earliest deadline or input.
             let now = Instant::now();
@@ -197,7 +150,7 @@ impl Engine<'_, '_> {
                 .conns
                 .iter()
                 .flatten()
-                .map(|c| PollFd::new(&c.sock, PollFlags::IN))
+                .map(|c| PollFd::new(c.io.socket(), PollFlags::IN))
                 .collect();
             if let Some(fd) = cm_fd {
                 fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
@@ -214,7 +167,13 @@ impl Engine<'_, '_> {
         let spec = job.spec;
         let source = Source::open(spec.file.as_deref())?;
         let sock = connected_udp(spec.dst, spec.bind)?;
-        let local = sock
+        // ACKs are small and of mixed sizes: batched receives, no GRO.
+        let offload = Offload::from_env()
+            .map_err(|e| TtcpError::Invalid(e.to_string()))?;
+        let io = UdpIo::with_offload(sock, Offload { gro: false, ..offload })
+            .map_err(|e| TtcpError::io("UDP socket", e))?;
+        let local = io
+            .socket()
             .local_addr()
             .map_err(|e| TtcpError::io("local address", e))?;
         let started = Instant::now();
@@ -274,7 +233,8 @@ impl Engine<'_, '_> {
         let next_sample = spec.progress_interval.map(|d| started + d);
         let conn = Conn {
             index: job.index,
-            sock,
+            io,
+            out: Run::default(),
             local,
             tcp,
             flow,
@@ -309,7 +269,7 @@ impl Engine<'_, '_> {
             return Ok(());
         };
         while let Some(seg) = c.tcp.poll_transmit(now) {
-            transmit(c, &seg, &mut self.buf)?;
+            transmit(c, &seg)?;
         }
         while let Some(call) = c.tcp.poll_cm() {
             let r = match call {
@@ -328,19 +288,21 @@ impl Engine<'_, '_> {
 
     /// Every datagram waiting on the connection's socket ("processing all
     /// readable ACKs before polling again").
-    fn receive(&mut self, slot: usize, rbuf: &mut [u8]) -> Result<()> {
+    fn receive(&mut self, slot: usize) -> Result<()> {
         let Some(c) = self.conns[slot].as_mut() else {
             return Ok(());
         };
         let mut got = false;
         loop {
-            match c.sock.recv(rbuf) {
-                Ok(n) => {
-                    let Some(bytes) = rbuf.get(..n) else { continue };
-                    // Not a segment: not ours to act on.
-                    if let Ok(seg) = TcpSegment::decode(bytes) {
-                        c.tcp.handle_segment(cm_clock::now(), &seg);
-                        got = true;
+            match c.io.recv(&mut self.rx) {
+                Ok(_) => {
+                    let now = cm_clock::now();
+                    for (_, bytes) in self.rx.iter() {
+                        // Not a segment: not ours to act on.
+                        if let Ok(seg) = TcpSegment::decode(bytes) {
+                            c.tcp.handle_segment(now, &seg);
+                            got = true;
+                        }
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
@@ -438,7 +400,7 @@ impl Engine<'_, '_> {
                     // to one MSS of new data; on_grant queues cm_notify.
                     if let Some(seg) = c.tcp.on_grant(now, bytes) {
                         c.detail.grants += 1;
-                        transmit(c, &seg, &mut self.buf)?;
+                        transmit(c, &seg)?;
                     }
                     self.drain(slot, now)?;
                 }
@@ -524,22 +486,4 @@ impl Engine<'_, '_> {
         }
         self.results.push((index, Err(e)));
     }
-}
-
-/// Encode and send one segment.
-fn transmit(c: &mut Conn, seg: &TcpSegment, buf: &mut Vec<u8>) -> Result<()> {
-    buf.clear();
-    seg.encode(buf);
-    // The payload is the encoding's last `len` bytes; data starts at
-    // sequence number 1 (the SYN takes 0).
-    if seg.len > 0 {
-        let at = buf.len().saturating_sub(seg.len as usize);
-        if let Some(payload) = buf.get_mut(at..) {
-            c.source.fill(seg.seq.saturating_sub(1), payload)?;
-        }
-    }
-    if !send_datagram(&c.sock, buf)? {
-        c.refused = true;
-    }
-    Ok(())
 }
