@@ -53,6 +53,7 @@
 //!     while let Some(call) = tcp.poll_cm() {
 //!         match call {
 //!             CmCall::Request => cm.request(now, flow).unwrap(),
+//!             CmCall::RequestMtus(k) => cm.request_mtus(now, flow, k).unwrap(),
 //!             CmCall::Notify(n) => cm.notify(now, flow, n).unwrap(),
 //!             CmCall::Update(fb) => cm.update(now, flow, fb).unwrap(),
 //!         }
@@ -97,6 +98,9 @@ use cm_core::{Bytes, Feedback};
 pub enum CmCall {
     /// `cm_request`: ask for a grant of one MTU.
     Request,
+    /// The k-MTU `cm_request` ([`TcpConfig::grant_mtus`] > 1): one grant
+    /// may cover up to this many MTUs.
+    RequestMtus(u32),
     /// `cm_notify`: this many payload bytes were sent (0 declines a grant).
     Notify(Bytes),
     /// `cm_update`: feedback about earlier transmissions.

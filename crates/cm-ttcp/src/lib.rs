@@ -66,9 +66,24 @@
 //! pure ACKs, and data segments never carry blocks, so the MSS is the same
 //! with SACK on.
 //!
-//! The receiver advertises [`ReceiverOptions::rcv_wnd`] (16 MiB: never the
-//! limit) and both ends ask for 8 MiB socket buffers (`SO_RCVBUFFORCE` /
-//! `SO_SNDBUFFORCE` as root, else capped by `net.core.*mem_max`).
+//! Both ends ask for 8 MiB socket buffers (`SO_RCVBUFFORCE` /
+//! `SO_SNDBUFFORCE` as root, else capped by `net.core.*mem_max`). The
+//! receiver advertises [`ReceiverOptions::rcv_wnd`] (16 MiB) or half the
+//! receive buffer the kernel granted, whichever is less (8 MiB as root),
+//! so a receiver that falls behind applies flow control instead of
+//! dropping runs of segments.
+//!
+//! ## Batched I/O (cm-udp)
+//!
+//! Sockets go through [`cm_udp::UdpIo`]. The sender queues the segments of
+//! one pass of its loop per connection and sends them as UDP GSO runs (one
+//! system call per up to 44 full segments); it reads ACKs by `recvmmsg`.
+//! The receiver reads by `recvmmsg` with UDP GRO, handles a whole batch,
+//! and sends the batch's ACKs in one `sendmmsg`. It delays ACKs by default
+//! ([`DELAYED_ACK`]: every second segment, 40 ms timer, out-of-order data
+//! at once; RFC 5681 §4.2); the CM counts acknowledged bytes, so a stretch
+//! of two segments per ACK grows the window as one per ACK would.
+//! `CM_UDP_OFFLOAD` turns the batching off piece by piece.
 //!
 //! ## Linux TCP
 //!

@@ -58,24 +58,8 @@ pub(crate) fn wait_fd(fd: impl AsFd, events: PollFlags, timeout: Duration) -> Re
     }
 }
 
-/// Send one datagram on a connected non-blocking socket, waiting (briefly,
-/// repeatedly) while the send buffer is full. `Ok(false)`: the peer
-/// refused (ICMP port unreachable) and the datagram was not sent.
-pub(crate) fn send_datagram(sock: &UdpSocket, buf: &[u8]) -> Result<bool> {
-    loop {
-        match sock.send(buf) {
-            Ok(_) => return Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                wait_fd(sock, PollFlags::OUT, Duration::from_millis(10))?;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Ok(false),
-            Err(e) => return Err(TtcpError::io("send", e)),
-        }
-    }
-}
-
-/// [`send_datagram`] for an unconnected socket.
+/// Send one datagram on an unconnected non-blocking socket, waiting
+/// (briefly, repeatedly) while the send buffer is full.
 pub(crate) fn send_datagram_to(sock: &UdpSocket, buf: &[u8], to: SocketAddr) -> Result<()> {
     loop {
         match sock.send_to(buf, to) {

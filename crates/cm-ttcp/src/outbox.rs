@@ -143,8 +143,7 @@ impl Mixed {
             match io.send_each(msgs.get(at..).unwrap_or(&[])) {
                 Ok(n) => at += n,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    if let Err(e) =
-                        wait_fd(io.socket(), PollFlags::OUT, Duration::from_millis(10))
+                    if let Err(e) = wait_fd(io.socket(), PollFlags::OUT, Duration::from_millis(10))
                     {
                         result = Err(e);
                         break;

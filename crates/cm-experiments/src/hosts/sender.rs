@@ -253,6 +253,7 @@ impl CmHost {
     fn forward(&mut self, now: Instant, flow: FlowId, call: CmCall) {
         let r = match call {
             CmCall::Request => self.cm.request(now, flow),
+            CmCall::RequestMtus(k) => self.cm.request_mtus(now, flow, k),
             CmCall::Notify(n) => self.cm.notify(now, flow, n),
             CmCall::Update(fb) => self.cm.update(now, flow, fb),
         };

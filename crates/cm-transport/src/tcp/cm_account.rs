@@ -30,10 +30,15 @@ impl CmAccount {
         self.calls.pop_front()
     }
 
-    pub(crate) fn request(&mut self) {
+    /// Ask for a grant of up to `k` MTUs, unless a request is outstanding.
+    pub(crate) fn request(&mut self, k: u32) {
         if !self.request_outstanding {
             self.request_outstanding = true;
-            self.calls.push_back(CmCall::Request);
+            self.calls.push_back(if k > 1 {
+                CmCall::RequestMtus(k)
+            } else {
+                CmCall::Request
+            });
         }
     }
 

@@ -63,6 +63,14 @@ pub struct TcpConfig {
     /// trip, and no retransmission of SACKed data after a timeout (§5.1).
     /// Default false: plain NewReno recovery (RFC 6582).
     pub sack: bool,
+    /// TCP/CM: MTUs asked for by each `cm_request` (the k-MTU request). A
+    /// grant of several MTUs becomes that many full segments at once, which
+    /// a driver can hand to the kernel in one call (UDP GSO). The CM grants
+    /// no more than its window and its shaper's credit allow, so the
+    /// segments are not a burst beyond what one-MTU grants would send in
+    /// the same instant. Default 1: the papers' one-MTU discipline
+    /// (sigcomm1999 §3.2.1), which the simulated experiments use.
+    pub grant_mtus: u32,
 }
 
 impl Default for TcpConfig {
@@ -82,6 +90,7 @@ impl Default for TcpConfig {
             initial_rto: Duration::from_secs(1),
             timestamps: false,
             sack: false,
+            grant_mtus: 1,
         }
     }
 }
@@ -101,6 +110,9 @@ pub enum TcpConfigError {
     /// A receive window of zero.
     #[error("receive window must be > 0")]
     ZeroWindow,
+    /// A k-MTU request of zero MTUs.
+    #[error("grant_mtus must be >= 1")]
+    ZeroGrantMtus,
 }
 
 impl TcpConfig {
@@ -114,6 +126,9 @@ impl TcpConfig {
         }
         if self.min_rto.is_zero() || self.min_rto > self.max_rto || self.initial_rto.is_zero() {
             return Err(TcpConfigError::BadRto);
+        }
+        if self.grant_mtus == 0 {
+            return Err(TcpConfigError::ZeroGrantMtus);
         }
         Ok(())
     }

@@ -184,6 +184,7 @@ impl Conn {
             cm.calls.push(call);
             match call {
                 CmCall::Request => cm.cm.request(now, cm.flow).unwrap(),
+                CmCall::RequestMtus(k) => cm.cm.request_mtus(now, cm.flow, k).unwrap(),
                 CmCall::Notify(n) => cm.cm.notify(now, cm.flow, n).unwrap(),
                 CmCall::Update(fb) => cm.cm.update(now, cm.flow, fb).unwrap(),
             }

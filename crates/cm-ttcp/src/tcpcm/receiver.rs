@@ -46,11 +46,20 @@ pub(crate) struct UdpReceiver {
 }
 
 impl UdpReceiver {
-    pub(crate) fn bind(addr: SocketAddr, opts: ReceiverOptions) -> Result<UdpReceiver> {
+    pub(crate) fn bind(addr: SocketAddr, mut opts: ReceiverOptions) -> Result<UdpReceiver> {
         let sock = UdpSocket::bind(addr).map_err(|e| TtcpError::io(format!("bind {addr}"), e))?;
         sock.set_nonblocking(true)
             .map_err(|e| TtcpError::io("set non-blocking", e))?;
         big_buffers(&sock, SOCKET_BUFFER);
+        // Advertise no more than half the receive buffer the kernel gave
+        // (its accounting counts buffer overhead too; Linux TCP's
+        // tcp_adv_win_scale = 1 does the same): a window the buffer cannot
+        // hold turns a receiver that falls behind into lost runs of
+        // segments instead of flow control.
+        if let Ok(buffer) = rustix::net::sockopt::socket_recv_buffer_size(&sock) {
+            let half = u32::try_from(buffer / 2).unwrap_or(u32::MAX).max(65_536);
+            opts.rcv_wnd = opts.rcv_wnd.min(half);
+        }
         let offload = Offload::from_env().map_err(|e| TtcpError::Invalid(e.to_string()))?;
         let io = UdpIo::with_offload(sock, offload).map_err(|e| TtcpError::io("UDP socket", e))?;
         let local = io

@@ -16,10 +16,10 @@ use crate::TCPCM_MSS;
 use crate::error::{Result, TtcpError};
 use crate::net::{connected_udp, timespec};
 use crate::outbox::Run;
-use crate::tcpcm::conn::{Conn, flush, transmit};
 use crate::payload::Source;
 use crate::spec::{Observer, SendSpec};
 use crate::summary::{ProgressSample, Summary, TcpCmDetail};
+use crate::tcpcm::conn::{Conn, flush, transmit};
 
 /// One transfer to run at `t0 + at`.
 pub(crate) struct Job {
@@ -27,6 +27,9 @@ pub(crate) struct Job {
     pub at: Duration,
     pub spec: SendSpec,
 }
+
+/// MTUs asked per `cm_request`: the full segments of one UDP GSO call.
+const GRANT_MTUS: u32 = (cm_udp::MAX_GSO_BYTES / crate::UDP_PAYLOAD_MAX) as u32;
 
 /// The longest single wait: the loop re-checks its deadlines at least this
 /// often even if every timer computation were wrong.
@@ -168,10 +171,15 @@ impl Engine<'_, '_> {
         let source = Source::open(spec.file.as_deref())?;
         let sock = connected_udp(spec.dst, spec.bind)?;
         // ACKs are small and of mixed sizes: batched receives, no GRO.
-        let offload = Offload::from_env()
-            .map_err(|e| TtcpError::Invalid(e.to_string()))?;
-        let io = UdpIo::with_offload(sock, Offload { gro: false, ..offload })
-            .map_err(|e| TtcpError::io("UDP socket", e))?;
+        let offload = Offload::from_env().map_err(|e| TtcpError::Invalid(e.to_string()))?;
+        let io = UdpIo::with_offload(
+            sock,
+            Offload {
+                gro: false,
+                ..offload
+            },
+        )
+        .map_err(|e| TtcpError::io("UDP socket", e))?;
         let local = io
             .socket()
             .local_addr()
@@ -221,6 +229,8 @@ impl Engine<'_, '_> {
             // RFC 1323 timestamps, passed to the CM with cm_update().
             timestamps: true,
             sack: spec.sack,
+            // A grant of up to one GSO run of segments (cm-udp).
+            grant_mtus: GRANT_MTUS,
             ..TcpConfig::default()
         };
         let tcp = match TcpSender::new(cfg, cm_clock::from_std(started)) {
@@ -274,6 +284,7 @@ impl Engine<'_, '_> {
         while let Some(call) = c.tcp.poll_cm() {
             let r = match call {
                 CmCall::Request => self.cm.request(c.flow),
+                CmCall::RequestMtus(k) => self.cm.request_mtus(c.flow, k),
                 CmCall::Notify(n) => self.cm.notify(c.flow, n.get()),
                 CmCall::Update(fb) => self.cm.update(c.flow, fb),
             };

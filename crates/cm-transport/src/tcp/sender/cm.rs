@@ -26,7 +26,9 @@ impl TcpSender {
 
     /// TCP/CM `cmapp_send` (cm-implementation-linux §3.2): the CM granted
     /// `bytes`. Sends a pending retransmission first, else up to one MSS of
-    /// data the receiver window allows, else nothing. With SACK, in loss
+    /// data the receiver window allows, else nothing; a grant of several
+    /// MSS ([`crate::TcpConfig::grant_mtus`]) yields more full segments,
+    /// returned by [`TcpSender::poll_transmit`]. With SACK, in loss
     /// recovery the segment is RFC 6675's NextSeg (lost holes first, then
     /// new data, then rules 3 and 4); the CM's window plays cwnd - pipe. Queues the matching
     /// [`CmCall::Notify`] (0 declines) and, if more is ready, the next
@@ -34,25 +36,43 @@ impl TcpSender {
     /// call `notify` itself. NewReno mode ignores grants.
     pub fn on_grant(&mut self, now: Instant, bytes: Bytes) -> Option<TcpSegment> {
         self.cm.as_mut()?.request_outstanding = false;
-        let limit = bytes.get().min(self.mss);
-        let seg = if self.phase == Phase::Established && limit > 0 {
-            if self.sack_recovering() {
-                self.rexmit_segment(now, limit).or_else(|| {
-                    let gaps = self.gaps();
-                    self.sack_segment(now, limit, &gaps)
-                })
-            } else {
-                self.rexmit_segment(now, limit)
-                    .or_else(|| self.data_segment(now, limit, None))
+        let first = self.grant_segment(now, bytes.get().min(self.mss));
+        let mut sent = first.map_or(0, |s| u64::from(s.len));
+        if first.is_some() {
+            // A k-MTU grant: more full segments while a whole MSS of it is
+            // left; [`TcpSender::poll_transmit`] hands them out.
+            let mut left = bytes.get() - sent;
+            while left >= self.mss {
+                let Some(s) = self.grant_segment(now, self.mss) else {
+                    break;
+                };
+                left -= u64::from(s.len);
+                sent += u64::from(s.len);
+                self.burst.push_back(s);
             }
-        } else {
-            None
-        };
+        }
         if let Some(cm) = self.cm.as_mut() {
-            cm.notify(seg.map_or(0, |s| u64::from(s.len)));
+            cm.notify(sent);
         }
         self.maybe_request();
-        seg
+        first
+    }
+
+    /// One segment of at most `limit` bytes for a grant: a pending
+    /// retransmission, else new data (with SACK in recovery: NextSeg).
+    fn grant_segment(&mut self, now: Instant, limit: u64) -> Option<TcpSegment> {
+        if self.phase != Phase::Established || limit == 0 {
+            return None;
+        }
+        if self.sack_recovering() {
+            self.rexmit_segment(now, limit).or_else(|| {
+                let gaps = self.gaps();
+                self.sack_segment(now, limit, &gaps)
+            })
+        } else {
+            self.rexmit_segment(now, limit)
+                .or_else(|| self.data_segment(now, limit, None))
+        }
     }
 
     /// TCP/CM request discipline: exactly one request outstanding while
@@ -75,7 +95,7 @@ impl TcpSender {
                 self.next_len(self.mss).is_some()
             };
         if let (true, Some(cm)) = (ready, self.cm.as_mut()) {
-            cm.request();
+            cm.request(self.cfg.grant_mtus);
         }
     }
 }

@@ -14,6 +14,8 @@ mod cm;
 mod sack;
 mod timeout;
 
+use std::collections::VecDeque;
+
 use cm_core::{Duration, Instant};
 use thiserror::Error;
 
@@ -123,6 +125,9 @@ pub struct TcpSender {
     cm_lost_to: u64,
     cc: Option<NewRenoCc>,
     cm: Option<CmAccount>,
+    /// TCP/CM: segments of a multi-MTU grant after the first, not yet
+    /// handed out by `poll_transmit`.
+    burst: VecDeque<TcpSegment>,
     stats: TcpStats,
 }
 
@@ -176,6 +181,7 @@ impl TcpSender {
             cm_lost_to: 0,
             cc,
             cm,
+            burst: VecDeque::new(),
             stats: TcpStats::default(),
             cfg,
         })
@@ -285,6 +291,9 @@ impl TcpSender {
             }
             Phase::SynSent => return None,
             Phase::Established => {}
+        }
+        if let Some(s) = self.burst.pop_front() {
+            return Some(s);
         }
         if let (Some(cwnd), true) = (self.cwnd(), self.sack_recovering()) {
             // RFC 6675 §5 step (4.3): the first retransmission ignores cwnd;
