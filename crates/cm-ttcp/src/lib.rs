@@ -155,6 +155,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod bench;
 mod ccudp;
 pub mod error;
 mod linux_tcp;

@@ -14,6 +14,7 @@ mod soak;
 mod stat_cmd;
 mod stat_view;
 mod top_cmd;
+mod ttcp_bench_cmd;
 mod ttcp_cmd;
 mod wait;
 

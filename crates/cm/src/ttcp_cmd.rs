@@ -30,6 +30,10 @@ enum TtcpCmd {
     Recv(RecvArgs),
     /// Send one bulk transfer and print its summary.
     Send(SendArgs),
+    /// Measure the data path on loopback: raw UDP (one datagram per call,
+    /// and GSO), TCP/CM embedded and through a private daemon, CC-UDP and
+    /// Linux TCP Reno, in one run, with each end's CPU per MB.
+    Bench(crate::ttcp_bench_cmd::BenchArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -113,6 +117,7 @@ pub fn run(a: &TtcpArgs) -> Result<()> {
     match &a.cmd {
         TtcpCmd::Recv(r) => recv(r),
         TtcpCmd::Send(s) => send(s),
+        TtcpCmd::Bench(b) => crate::ttcp_bench_cmd::run(b),
     }
 }
 

@@ -14,9 +14,9 @@
 //! `run` (one run: setup, phases, measurement), `report` (the table, the
 //! verdicts against the targets and the sweep's plot).
 
-mod args;
+pub(crate) mod args;
 mod client;
-mod daemon;
+pub(crate) mod daemon;
 mod hist;
 mod report;
 mod run;

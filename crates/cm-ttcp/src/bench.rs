@@ -1,0 +1,257 @@
+//! Where the data path's time goes (`cm ttcp bench`): one process run
+//! moves data on loopback through every path the CM's transports use and
+//! through the kernel's own baselines, and measures each end's CPU.
+//!
+//! - raw UDP, one datagram per `send` (and one per `recv`);
+//! - raw UDP with GSO (44 datagrams per `sendmsg`) and GRO + `recvmmsg`;
+//! - TCP/CM with an embedded CM and through a private daemon;
+//! - CC-UDP (`CcUdpSocket`, whose CM is embedded);
+//! - Linux TCP Reno.
+//!
+//! Each row reports goodput, datagrams per second, and CPU per MB moved
+//! for the sender thread, the receiver thread and the process's other
+//! threads (the daemon, when there is one). Ratios are against the raw-UDP
+//! and Reno rows of the same run, because the machine's speed varies from
+//! run to run.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use cm_udp::{Offload, RecvBatch, UdpIo};
+use libcm::Cm;
+use rustix::event::PollFlags;
+use serde::Serialize;
+
+use crate::error::{Result, TtcpError};
+use crate::net::{SOCKET_BUFFER, big_buffers, connected_udp, wait_fd};
+use crate::receive::Receiver;
+use crate::send::send;
+use crate::spec::{ReceiverOptions, SendSpec};
+use crate::summary::{Summary, Transport};
+
+/// Datagram payload of the raw-UDP rows (the and the API-overhead
+/// benchmark's 1200 bytes).
+pub const RAW_DATAGRAM: usize = 1200;
+
+/// What to move.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BenchConfig {
+    /// Bytes per transfer row (TCP/CM, CC-UDP, Linux TCP).
+    pub bytes: u64,
+    /// Datagrams per raw-UDP row.
+    pub datagrams: u64,
+    /// The control socket of a daemon for the TCP/CM-through-`cmd` row
+    /// (none: no such row).
+    pub daemon: Option<std::path::PathBuf>,
+}
+
+impl Default for BenchConfig {
+    fn default() -> BenchConfig {
+        BenchConfig {
+            bytes: 1_000_000_000,
+            datagrams: 1_000_000,
+            daemon: None,
+        }
+    }
+}
+
+/// One path's figures.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct BenchRow {
+    /// Which path.
+    pub name: String,
+    /// Bytes delivered to the receiving application.
+    pub bytes: u64,
+    /// Delivered bytes over the sender's time, bits per second.
+    pub goodput_bps: f64,
+    /// Datagrams (or segments) sent per second.
+    pub datagrams_per_s: f64,
+    /// Sender thread CPU per MB delivered, milliseconds.
+    pub sender_ms_per_mb: f64,
+    /// Receiver thread CPU per MB delivered, milliseconds.
+    pub receiver_ms_per_mb: f64,
+    /// The process's other threads (the daemon) per MB, milliseconds.
+    pub other_ms_per_mb: f64,
+}
+
+/// Every row, in the order above; a row that cannot run is an error.
+/// `daemon_cpu` reads the CPU time of the daemon at `cfg.daemon`, if it
+/// runs in another process (its row's "other" CPU is then the daemon's).
+pub fn run(
+    cfg: &BenchConfig,
+    daemon_cpu: &dyn Fn() -> Option<Duration>,
+    mut progress: impl FnMut(&BenchRow),
+) -> Result<Vec<BenchRow>> {
+    let mut rows = Vec::new();
+    let mut push = |r: BenchRow| {
+        progress(&r);
+        rows.push(r);
+    };
+    push(raw_udp(Offload::NONE, cfg.datagrams, "raw UDP, 1 datagram/call")?);
+    push(raw_udp(Offload::ALL, cfg.datagrams, "raw UDP, GSO + GRO")?);
+    let mut cm = Cm::embedded(crate::cm_config())?;
+    let none = || None;
+    let tcpcm = Transport::TcpCm;
+    push(transfer(&tcpcm, cfg.bytes, Some(&mut cm), &none, "TCP/CM, embedded CM")?);
+    if let Some(socket) = &cfg.daemon {
+        let mut cm = Cm::connect(socket)?;
+        push(transfer(&tcpcm, cfg.bytes, Some(&mut cm), daemon_cpu, "TCP/CM, through cmd")?);
+    }
+    push(transfer(&Transport::CcUdp, cfg.bytes, None, &none, "CC-UDP (CcUdpSocket)")?);
+    let reno = Transport::LinuxTcp { cc: "reno".into() };
+    push(transfer(&reno, cfg.bytes, None, &none, "Linux TCP Reno")?);
+    Ok(rows)
+}
+
+fn per_mb(cpu: Duration, bytes: u64) -> f64 {
+    if bytes == 0 {
+        return f64::NAN;
+    }
+    cpu.as_secs_f64() * 1e3 / (bytes as f64 / 1e6)
+}
+
+/// A transfer through cm-ttcp's sender and receiver. The "other" CPU is
+/// `external`'s (another process) if it reads one, else this process's
+/// beyond the two threads.
+fn transfer(
+    t: &Transport,
+    bytes: u64,
+    cm: Option<&mut Cm>,
+    external: &dyn Fn() -> Option<Duration>,
+    name: &str,
+) -> Result<BenchRow> {
+    let any: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 0));
+    let rx = Receiver::bind(any, t, ReceiverOptions::default())?;
+    let dst = rx.local_addr();
+    let handle = rx.spawn();
+    let cpu0 = cm_clock::process_cpu();
+    let ext0 = external();
+    let sent = send(&SendSpec::new(dst, bytes, t.clone()), cm);
+    let got = handle.stop();
+    let ext = external().zip(ext0).map(|(a, b)| a.saturating_sub(b));
+    let cpu = cm_clock::process_cpu().saturating_sub(cpu0);
+    let s: Summary = sent?;
+    let r = got?
+        .into_iter()
+        .next()
+        .ok_or_else(|| TtcpError::Invalid(format!("{name}: the receiver saw no transfer")))?;
+    let segments = match (&s.tcpcm, &s.ccudp) {
+        (Some(d), _) => d.segments_sent,
+        (_, Some(d)) => d.datagrams_sent,
+        _ => 0,
+    };
+    let (scpu, rcpu) = (
+        Duration::from_secs_f64(s.cpu_s),
+        Duration::from_secs_f64(r.cpu_s),
+    );
+    Ok(BenchRow {
+        name: name.into(),
+        bytes: r.bytes,
+        goodput_bps: r.bytes as f64 * 8.0 / s.seconds.max(1e-9),
+        datagrams_per_s: segments as f64 / s.seconds.max(1e-9),
+        sender_ms_per_mb: per_mb(scpu, r.bytes),
+        receiver_ms_per_mb: per_mb(rcpu, r.bytes),
+        other_ms_per_mb: per_mb(
+            ext.unwrap_or_else(|| cpu.saturating_sub(scpu + rcpu)),
+            r.bytes,
+        ),
+    })
+}
+
+/// What the raw receiver thread saw.
+struct Sink {
+    bytes: u64,
+    cpu: Duration,
+}
+
+/// Blast `n` datagrams of [`RAW_DATAGRAM`] bytes at a receiver thread.
+fn raw_udp(offload: Offload, n: u64, name: &str) -> Result<BenchRow> {
+    let rsock = UdpSocket::bind("127.0.0.1:0").map_err(|e| TtcpError::io("bind", e))?;
+    big_buffers(&rsock, SOCKET_BUFFER);
+    let dst = rsock.local_addr().map_err(|e| TtcpError::io("local address", e))?;
+    let mut rio = UdpIo::with_offload(rsock, offload).map_err(|e| TtcpError::io("socket", e))?;
+    let done = Arc::new(AtomicBool::new(false));
+    let stop = Arc::clone(&done);
+    let receiver = std::thread::spawn(move || -> std::io::Result<Sink> {
+        let cpu0 = cm_clock::thread_cpu();
+        let mut batch = RecvBatch::new(if offload.mmsg { 32 } else { 1 }, 2048);
+        let mut bytes = 0u64;
+        let mut quiet_since: Option<Instant> = None;
+        loop {
+            match rio.recv(&mut batch) {
+                Ok(_) => {
+                    bytes += batch.datagrams().iter().map(|d| d.len() as u64).sum::<u64>();
+                    quiet_since = None;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if stop.load(Ordering::Acquire) {
+                        // Drained: nothing more for 50 ms after the sender ended.
+                        let q = *quiet_since.get_or_insert_with(Instant::now);
+                        if q.elapsed() > Duration::from_millis(50) {
+                            break;
+                        }
+                    }
+                    let _ = wait_fd(rio.socket(), PollFlags::IN, Duration::from_millis(10));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Sink {
+            bytes,
+            cpu: cm_clock::thread_cpu().saturating_sub(cpu0),
+        })
+    });
+    let sent = raw_send(offload, dst, n);
+    done.store(true, Ordering::Release);
+    let sink = receiver
+        .join()
+        .map_err(|_| TtcpError::Invalid("raw receiver panicked".into()))?
+        .map_err(|e| TtcpError::io("raw receive", e))?;
+    let (secs, scpu) = sent?;
+    let sent_bytes = n * RAW_DATAGRAM as u64;
+    Ok(BenchRow {
+        name: name.into(),
+        bytes: sink.bytes,
+        goodput_bps: sink.bytes as f64 * 8.0 / secs.max(1e-9),
+        datagrams_per_s: n as f64 / secs.max(1e-9),
+        // The sender's cost is per byte it sent (the receiver may drop
+        // what it cannot keep up with), the receiver's per byte it got.
+        sender_ms_per_mb: per_mb(scpu, sent_bytes),
+        receiver_ms_per_mb: per_mb(sink.cpu, sink.bytes),
+        other_ms_per_mb: 0.0,
+    })
+}
+
+/// Send `n` datagrams as fast as the socket takes them: (seconds, CPU).
+fn raw_send(offload: Offload, dst: SocketAddr, n: u64) -> Result<(f64, Duration)> {
+    let sock = connected_udp(dst, None)?;
+    let mut io = UdpIo::with_offload(sock, offload).map_err(|e| TtcpError::io("socket", e))?;
+    let per_call: u64 = if offload.gso { 44 } else { 1 };
+    let buf = vec![0x5a_u8; RAW_DATAGRAM * per_call as usize];
+    let t0 = Instant::now();
+    let cpu0 = cm_clock::thread_cpu();
+    let mut sent = 0u64;
+    while sent < n {
+        let k = (n - sent).min(per_call) as usize;
+        match io.send_segments(None, &buf[..k * RAW_DATAGRAM], RAW_DATAGRAM) {
+            Ok(m) => sent += m as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                wait_fd(io.socket(), PollFlags::OUT, Duration::from_millis(10))?;
+            }
+            // The receiver's buffer overflowing is not an error here.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::Interrupted | std::io::ErrorKind::ConnectionRefused
+                ) => {}
+            Err(e) => return Err(TtcpError::io("raw send", e)),
+        }
+    }
+    Ok((
+        t0.elapsed().as_secs_f64(),
+        cm_clock::thread_cpu().saturating_sub(cpu0),
+    ))
+}
