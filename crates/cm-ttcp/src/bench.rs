@@ -89,17 +89,39 @@ pub fn run(
         progress(&r);
         rows.push(r);
     };
-    push(raw_udp(Offload::NONE, cfg.datagrams, "raw UDP, 1 datagram/call")?);
+    push(raw_udp(
+        Offload::NONE,
+        cfg.datagrams,
+        "raw UDP, 1 datagram/call",
+    )?);
     push(raw_udp(Offload::ALL, cfg.datagrams, "raw UDP, GSO + GRO")?);
     let mut cm = Cm::embedded(crate::cm_config())?;
     let none = || None;
     let tcpcm = Transport::TcpCm;
-    push(transfer(&tcpcm, cfg.bytes, Some(&mut cm), &none, "TCP/CM, embedded CM")?);
+    push(transfer(
+        &tcpcm,
+        cfg.bytes,
+        Some(&mut cm),
+        &none,
+        "TCP/CM, embedded CM",
+    )?);
     if let Some(socket) = &cfg.daemon {
         let mut cm = Cm::connect(socket)?;
-        push(transfer(&tcpcm, cfg.bytes, Some(&mut cm), daemon_cpu, "TCP/CM, through cmd")?);
+        push(transfer(
+            &tcpcm,
+            cfg.bytes,
+            Some(&mut cm),
+            daemon_cpu,
+            "TCP/CM, through cmd",
+        )?);
     }
-    push(transfer(&Transport::CcUdp, cfg.bytes, None, &none, "CC-UDP (CcUdpSocket)")?);
+    push(transfer(
+        &Transport::CcUdp,
+        cfg.bytes,
+        None,
+        &none,
+        "CC-UDP (CcUdpSocket)",
+    )?);
     let reno = Transport::LinuxTcp { cc: "reno".into() };
     push(transfer(&reno, cfg.bytes, None, &none, "Linux TCP Reno")?);
     Ok(rows)
@@ -170,7 +192,9 @@ struct Sink {
 fn raw_udp(offload: Offload, n: u64, name: &str) -> Result<BenchRow> {
     let rsock = UdpSocket::bind("127.0.0.1:0").map_err(|e| TtcpError::io("bind", e))?;
     big_buffers(&rsock, SOCKET_BUFFER);
-    let dst = rsock.local_addr().map_err(|e| TtcpError::io("local address", e))?;
+    let dst = rsock
+        .local_addr()
+        .map_err(|e| TtcpError::io("local address", e))?;
     let mut rio = UdpIo::with_offload(rsock, offload).map_err(|e| TtcpError::io("socket", e))?;
     let done = Arc::new(AtomicBool::new(false));
     let stop = Arc::clone(&done);
@@ -182,7 +206,11 @@ fn raw_udp(offload: Offload, n: u64, name: &str) -> Result<BenchRow> {
         loop {
             match rio.recv(&mut batch) {
                 Ok(_) => {
-                    bytes += batch.datagrams().iter().map(|d| d.len() as u64).sum::<u64>();
+                    bytes += batch
+                        .datagrams()
+                        .iter()
+                        .map(|d| d.len() as u64)
+                        .sum::<u64>();
                     quiet_since = None;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {

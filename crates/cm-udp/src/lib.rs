@@ -149,8 +149,10 @@ pub struct IoStats {
     pub gro_buffers: u64,
 }
 
-/// A UDP socket with batched send and receive. Non-blocking: calls return
-/// `WouldBlock` when nothing could move.
+/// A UDP socket with batched send and receive. Receives never block
+/// (`MSG_DONTWAIT`: `WouldBlock` when nothing is waiting); sends block or
+/// return `WouldBlock` as the socket is set (the socket's mode is shared
+/// with every clone of its descriptor, so it is the owner's to choose).
 #[derive(Debug)]
 pub struct UdpIo {
     sock: UdpSocket,
@@ -161,16 +163,13 @@ pub struct UdpIo {
 }
 
 impl UdpIo {
-    /// Wrap `sock` (made non-blocking) with what `CM_UDP_OFFLOAD` allows and
-    /// the kernel offers.
+    /// Wrap `sock` with what `CM_UDP_OFFLOAD` allows and the kernel offers.
     pub fn new(sock: UdpSocket) -> io::Result<UdpIo> {
         UdpIo::with_offload(sock, Offload::from_env()?)
     }
 
-    /// Wrap `sock` (made non-blocking) with what `offload` allows and the
-    /// kernel offers.
+    /// Wrap `sock` with what `offload` allows and the kernel offers.
     pub fn with_offload(sock: UdpSocket, offload: Offload) -> io::Result<UdpIo> {
-        sock.set_nonblocking(true)?;
         let fd = sock.as_raw_fd();
         let path = if offload.gso && sys::gso_known(fd) {
             SendPath::Gso

@@ -7,6 +7,8 @@
 use std::collections::VecDeque;
 use std::net::{SocketAddr, UdpSocket};
 
+use cm_udp::{MAX_BATCH, Offload, UdpIo};
+
 /// Default cap on queued bytes per buffered flow.
 pub const DEFAULT_QUEUE_BYTES: usize = 256 * 1024;
 
@@ -19,8 +21,11 @@ const SPARE_BUFFERS: usize = 256;
 /// The send queue of one buffered flow.
 #[derive(Debug)]
 pub(crate) struct SendQueue {
-    sock: UdpSocket,
+    /// The socket, with batched sends (cm-udp: GSO, else `sendmmsg`).
+    io: UdpIo,
     dst: SocketAddr,
+    /// Datagrams of one grant laid back to back for a GSO send.
+    scratch: Vec<u8>,
     /// The socket is connected to `dst`: `send`, not `send_to` (the kernel
     /// then reuses the connected route instead of looking one up per
     /// datagram).
@@ -41,12 +46,21 @@ pub(crate) struct SendQueue {
 }
 
 impl SendQueue {
-    /// An empty queue sending on `sock` to `dst`.
-    pub(crate) fn new(sock: UdpSocket, dst: SocketAddr) -> SendQueue {
+    /// An empty queue sending on `sock` to `dst`. Fails on a `CM_UDP_OFFLOAD` setting cm-udp does not know.
+    pub(crate) fn new(sock: UdpSocket, dst: SocketAddr) -> std::io::Result<SendQueue> {
         let connected = sock.peer_addr().ok() == Some(dst);
-        SendQueue {
-            sock,
+        Ok(SendQueue {
+            // Never GRO: the owner reads this socket (or a clone of it)
+            // one datagram per call.
+            io: UdpIo::with_offload(
+                sock,
+                Offload {
+                    gro: false,
+                    ..Offload::from_env()?
+                },
+            )?,
             dst,
+            scratch: Vec::new(),
             connected,
             queue: VecDeque::new(),
             spare: Vec::new(),
@@ -55,7 +69,7 @@ impl SendQueue {
             requested: 0,
             sent: 0,
             sent_times: VecDeque::new(),
-        }
+        })
     }
 
     /// Queue one datagram, counting the request the caller makes for it.
@@ -98,49 +112,93 @@ impl SendQueue {
     }
 
     /// Answer a grant of `bytes` (of `mtu`-sized requests): send the head
-    /// datagrams that fit. Returns the bytes sent (for `cm_notify`) and how
-    /// many requests to make so that one stays outstanding per queued
-    /// datagram.
+    /// datagrams that fit, in as few system calls as the socket allows.
+    /// Returns the bytes sent (for `cm_notify`) and how many requests to
+    /// make so that one stays outstanding per queued datagram.
     pub(crate) fn serve(&mut self, bytes: u64, mtu: u64) -> (u64, usize) {
         // The core may answer several one-MTU requests with one grant.
         let answered = usize::try_from((bytes / mtu).max(1)).unwrap_or(usize::MAX);
         self.requested = self.requested.saturating_sub(answered);
-        let mut sent = 0u64;
         let budget = usize::try_from(bytes).unwrap_or(usize::MAX);
-        while let Some(d) = self.queue.front() {
-            if sent as usize + d.len() > budget {
+        let mut sent = 0usize;
+        loop {
+            // The head datagrams within what is left of the grant.
+            let mut n = 0;
+            let mut size = 0;
+            for d in self.queue.iter().take(MAX_BATCH) {
+                if sent + size + d.len() > budget {
+                    break;
+                }
+                size += d.len();
+                n += 1;
+            }
+            if n == 0 {
                 break;
             }
-            let r = if self.connected {
-                self.sock.send(d)
-            } else {
-                self.sock.send_to(d, self.dst)
-            };
-            match r {
-                Ok(_) => {}
-                // The kernel's buffer is full: the datagram stays queued
-                // and is asked for again below.
+            let (went, bytes) = match self.send_head(n) {
+                Ok(k) => (k, self.queue.iter().take(k).map(Vec::len).sum::<usize>()),
+                // The kernel's buffer is full: the datagrams stay queued
+                // and are asked for again below.
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 // A datagram the network refuses (e.g. unreachable) is
                 // dropped from the queue, as a kernel UDP socket would.
-                Err(_) => {}
+                Err(_) => (1, self.queue.front().map_or(0, Vec::len)),
+            };
+            if went == 0 {
+                break;
             }
-            sent += d.len() as u64;
-            self.queued_bytes -= d.len();
-            self.sent += 1;
-            if self.sent_times.len() == SEND_TIMES {
-                self.sent_times.pop_front();
-            }
-            self.sent_times.push_back(std::time::Instant::now());
-            if let Some(b) = self.queue.pop_front() {
-                if self.spare.len() < SPARE_BUFFERS {
-                    self.spare.push(b);
+            sent += bytes;
+            self.queued_bytes -= bytes;
+            let now = std::time::Instant::now();
+            for _ in 0..went {
+                self.sent += 1;
+                if self.sent_times.len() == SEND_TIMES {
+                    self.sent_times.pop_front();
                 }
+                self.sent_times.push_back(now);
+                if let Some(b) = self.queue.pop_front() {
+                    if self.spare.len() < SPARE_BUFFERS {
+                        self.spare.push(b);
+                    }
+                }
+            }
+            if went < n {
+                break;
             }
         }
         // Keep one request outstanding per queued datagram.
         let missing = self.queue.len().saturating_sub(self.requested);
         self.requested += missing;
-        (sent, missing)
+        (sent as u64, missing)
+    }
+
+    /// Send the first `n` queued datagrams: one GSO call when they are of
+    /// one size (the last may be shorter), else `sendmmsg`. How many went.
+    fn send_head(&mut self, n: usize) -> std::io::Result<usize> {
+        let dst = (!self.connected).then_some(self.dst);
+        let Some(first) = self.queue.front().map(Vec::len) else {
+            return Ok(0);
+        };
+        let uniform = first > 0
+            && self
+                .queue
+                .iter()
+                .take(n)
+                .enumerate()
+                .all(|(i, d)| d.len() == first || (i + 1 == n && d.len() < first));
+        if n > 1 && uniform {
+            self.scratch.clear();
+            for d in self.queue.iter().take(n) {
+                self.scratch.extend_from_slice(d);
+            }
+            return self.io.send_segments(dst, &self.scratch, first);
+        }
+        let msgs: Vec<(Option<SocketAddr>, &[u8])> = self
+            .queue
+            .iter()
+            .take(n)
+            .map(|d| (dst, d.as_slice()))
+            .collect();
+        self.io.send_each(&msgs)
     }
 }

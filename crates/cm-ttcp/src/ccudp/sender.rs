@@ -266,6 +266,9 @@ impl Tracker<'_> {
     }
 }
 
+/// Payloads handed to the socket per `send_batch` (one GSO run).
+const BATCH: usize = cm_udp::MAX_BATCH;
+
 /// One CC-UDP transfer on the calling thread (its own embedded CM).
 pub(crate) fn send(
     spec: &SendSpec,
@@ -292,7 +295,8 @@ pub(crate) fn send(
         return Err(TtcpError::Invalid("the CM's MTU leaves no payload".into()));
     }
     let source = Source::open(spec.file.as_deref())?;
-    let mut buf = vec![0u8; payload];
+    // Payloads go to the socket a GSO run at a time (`send_batch`).
+    let mut buf = vec![0u8; payload * BATCH];
     let t0 = Instant::now();
     let start_unix = cm_clock::unix_now();
     let limit_at = spec.time_limit.map(|d| t0 + d);
@@ -318,11 +322,14 @@ pub(crate) fn send(
             limited = true;
             break;
         }
-        let n = (spec.bytes - queued).min(payload);
+        let n = (spec.bytes - queued).min(payload * BATCH as u64);
         let chunk = buf.get_mut(..n as usize).unwrap_or_default();
         source.fill(queued, chunk)?;
-        match sock.send(chunk) {
-            Ok(_) => queued += n,
+        let payloads: Vec<&[u8]> = chunk.chunks(payload as usize).collect();
+        match sock.send_batch(&payloads) {
+            Ok(k) => {
+                queued += payloads.iter().take(k).map(|p| p.len() as u64).sum::<u64>();
+            }
             // The write timeout: the queue is still full.
             Err(e) if e.kind() == ErrorKind::WouldBlock => {}
             Err(e) => return Err(TtcpError::io("send", e)),

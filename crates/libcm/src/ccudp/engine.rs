@@ -7,6 +7,7 @@ use std::os::fd::AsFd;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use cm_core::Instant;
+use cm_udp::RecvBatch;
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
 use super::proto::{Departed, Inbound};
@@ -124,12 +125,26 @@ impl CcUdpSocket {
         Ok(())
     }
 
-    /// Read what the kernel holds (a batch at most), handling acks and
-    /// data; acknowledge what arrived.
+    /// Read what the kernel holds (a batch at most: `recvmmsg`, with UDP
+    /// GRO where the kernel has it), handling acks and data; acknowledge
+    /// what arrived.
     pub(super) fn read_all(&mut self, cm: &mut Cm) -> io::Result<()> {
-        for _ in 0..READ_BATCH {
-            let n = match self.sock.recv(&mut self.buf) {
-                Ok(n) => n,
+        let Some(mut batch) = self.rbatch.take() else {
+            return Ok(());
+        };
+        let r = self.read_batches(cm, &mut batch);
+        self.rbatch = Some(batch);
+        r?;
+        let now = cm_clock::now();
+        self.send_ack(now);
+        Ok(())
+    }
+
+    fn read_batches(&mut self, cm: &mut Cm, batch: &mut RecvBatch) -> io::Result<()> {
+        let mut read = 0;
+        while read < READ_BATCH {
+            match self.rio.recv(batch) {
+                Ok(n) => read += n.max(1),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
@@ -138,64 +153,75 @@ impl CcUdpSocket {
                     if let Some(pr) = &mut self.proto.prober {
                         pr.on_unreachable(cm_clock::now());
                     }
+                    read += 1;
                     continue;
                 }
                 Err(e) => return Err(e),
-            };
-            let now = cm_clock::now();
-            if self.buf.first() == Some(&cm_proto::wire::MAGIC) {
-                match self.proto.on_datagram(now, now, &self.buf[..n]) {
-                    Inbound::NotProtocol => self.stats.malformed += 1,
-                    Inbound::Refused | Inbound::Control => {}
-                    Inbound::Duplicate => self.stats.duplicates += 1,
-                    Inbound::Answer(a) => {
-                        if self.sock.send(&a).is_ok() {
-                            self.stats.acks_sent += 1;
-                        } else {
-                            self.stats.acks_dropped += 1;
-                        }
-                    }
-                    Inbound::Data(off) => {
-                        if self.inbox.len() >= self.inbox_limit {
-                            self.stats.recv_queue_drops += 1;
-                        } else {
-                            self.inbox.push_back(self.buf[off..n].to_vec());
-                            self.stats.received += 1;
-                        }
-                    }
-                }
-                continue;
             }
-            match wire::decode(&self.buf[..n]) {
-                Err(_) => self.stats.malformed += 1,
-                Ok(Packet::Ack(ack)) => {
-                    self.stats.acks_received += 1;
-                    let Some(p) = &mut self.peer else { continue };
-                    if ack.session != p.session {
-                        self.stats.foreign_acks += 1;
-                        continue;
-                    }
-                    if let Some(fb) = p.acct.on_ack(now, &ack) {
-                        cm.update(p.flow, fb).map_err(cm_err)?;
+            let now = cm_clock::now();
+            for (_, data) in batch.iter() {
+                self.on_datagram(cm, now, data)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One datagram from the peer: the CM protocol's, an ack, or data.
+    fn on_datagram(&mut self, cm: &mut Cm, now: Instant, data: &[u8]) -> io::Result<()> {
+        let n = data.len();
+        if data.first() == Some(&cm_proto::wire::MAGIC) {
+            match self.proto.on_datagram(now, now, data) {
+                Inbound::NotProtocol => self.stats.malformed += 1,
+                Inbound::Refused | Inbound::Control => {}
+                Inbound::Duplicate => self.stats.duplicates += 1,
+                Inbound::Answer(a) => {
+                    if self.sock.send(&a).is_ok() {
+                        self.stats.acks_sent += 1;
+                    } else {
+                        self.stats.acks_dropped += 1;
                     }
                 }
-                Ok(Packet::Data { header, payload }) => {
+                Inbound::Data(off) => {
                     if self.inbox.len() >= self.inbox_limit {
                         self.stats.recv_queue_drops += 1;
-                        continue;
-                    }
-                    if self.rx.on_data(&header, n, now) == Arrival::New {
-                        self.inbox.push_back(payload.to_vec());
+                    } else {
+                        self.inbox
+                            .push_back(data.get(off..).unwrap_or(&[]).to_vec());
                         self.stats.received += 1;
                     }
-                    if self.rx.ack_due() {
-                        self.send_ack(now);
-                    }
+                }
+            }
+            return Ok(());
+        }
+        match wire::decode(data) {
+            Err(_) => self.stats.malformed += 1,
+            Ok(Packet::Ack(ack)) => {
+                self.stats.acks_received += 1;
+                let Some(p) = &mut self.peer else {
+                    return Ok(());
+                };
+                if ack.session != p.session {
+                    self.stats.foreign_acks += 1;
+                    return Ok(());
+                }
+                if let Some(fb) = p.acct.on_ack(now, &ack) {
+                    cm.update(p.flow, fb).map_err(cm_err)?;
+                }
+            }
+            Ok(Packet::Data { header, payload }) => {
+                if self.inbox.len() >= self.inbox_limit {
+                    self.stats.recv_queue_drops += 1;
+                    return Ok(());
+                }
+                if self.rx.on_data(&header, n, now) == Arrival::New {
+                    self.inbox.push_back(payload.to_vec());
+                    self.stats.received += 1;
+                }
+                if self.rx.ack_due() {
+                    self.send_ack(now);
                 }
             }
         }
-        let now = cm_clock::now();
-        self.send_ack(now);
         Ok(())
     }
 

@@ -10,6 +10,7 @@ use std::rc::Rc;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use cm_core::{FlowId, PathEstimate};
+use cm_udp::{RecvBatch, UdpIo};
 
 use super::feedback::Accounting;
 use super::proto::{Proto, ProtoStats};
@@ -22,6 +23,8 @@ pub type SharedCm = Rc<RefCell<Cm>>;
 
 /// Datagrams read from the socket per [`CcUdpSocket::drive`], at most.
 pub(super) const READ_BATCH: usize = 256;
+/// Receive buffers per batched read (each 64 KiB with GRO).
+const RECV_SLOTS: usize = 4;
 /// Default number of received payloads held for [`CcUdpSocket::recv`].
 pub const DEFAULT_RECV_QUEUE: usize = 1024;
 
@@ -92,7 +95,10 @@ pub struct CcUdpSocket {
     pub(super) inbox: VecDeque<Vec<u8>>,
     pub(super) inbox_limit: usize,
     pub(super) stats: CcUdpStats,
-    pub(super) buf: Vec<u8>,
+    /// The socket again (a duplicate descriptor), for batched reads.
+    pub(super) rio: UdpIo,
+    /// Buffers of batched reads (taken while a batch is handled).
+    pub(super) rbatch: Option<RecvBatch>,
     pub(super) pkt: Vec<u8>,
     /// The CM protocol: prober (sending) and receiver CM (receiving).
     pub(super) proto: Proto,
@@ -127,6 +133,9 @@ impl CcUdpSocket {
         // Always non-blocking underneath: blocking calls wait in `poll`
         // so that they can drive the CM and the ack timer meanwhile.
         sock.set_nonblocking(true)?;
+        // Reads take up to a batch of datagrams per call, coalesced by GRO
+        // where the kernel does it (`CM_UDP_OFFLOAD` can turn either off).
+        let rio = UdpIo::new(sock.try_clone()?)?;
         Ok(CcUdpSocket {
             cm: Rc::clone(cm),
             sock,
@@ -138,7 +147,8 @@ impl CcUdpSocket {
             inbox: VecDeque::new(),
             inbox_limit: DEFAULT_RECV_QUEUE,
             stats: CcUdpStats::default(),
-            buf: vec![0; 65536],
+            rio,
+            rbatch: Some(RecvBatch::new(RECV_SLOTS, 2048)),
             pkt: Vec::new(),
             proto: Proto::new(random_secret()),
             departed: 0,
@@ -288,37 +298,13 @@ impl CcUdpSocket {
         let deadline = self.write_timeout.map(|t| StdInstant::now() + t);
         let cm_rc = Rc::clone(&self.cm);
         let mut cm = borrow(&cm_rc)?;
-        let (flow, session, seq) = match &self.peer {
-            Some(p) => (p.flow, p.session, p.acct.next_seq()),
-            None => return Err(not_connected()),
-        };
-        let max = (cm.mtu(flow).map_err(cm_err)? as usize).saturating_sub(DATA_HEADER_LEN);
-        if buf.len() > max {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("payload of {} bytes over the {max}-byte limit", buf.len()),
-            ));
-        }
-        let now = cm_clock::now();
-        let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
-        let cm_header = self.proto.header_for(now, len);
-        match cm_header {
-            Some(h) => {
-                self.pkt.clear();
-                self.pkt.extend_from_slice(&h);
-                self.pkt.extend_from_slice(buf);
-            }
-            None => {
-                let ts = wire::timestamp(now);
-                DataHeader { session, seq, ts }.encode(buf, &mut self.pkt);
-            }
-        }
+        let (flow, cm_header) = self.packet(&mut cm, buf)?;
         self.flush_proto(&mut cm)?;
         let mut retried = false;
         let result = loop {
             match cm.send(flow, &self.pkt) {
                 Ok(()) => {
-                    if let (Some(p), None) = (&mut self.peer, cm_header) {
+                    if let (Some(p), false) = (&mut self.peer, cm_header) {
                         p.acct.on_queued(self.pkt.len());
                     }
                     break Ok(buf.len());
@@ -359,8 +345,91 @@ impl CcUdpSocket {
             }
             Err(e) => {
                 // Not queued: take back the header it was given.
-                self.proto.unqueue(cm_header.is_some());
+                self.proto.unqueue(cm_header);
                 Err(e)
+            }
+        }
+    }
+
+    /// Queue several datagrams for the peer and serve the CM's grants once
+    /// for all of them, so that what the window allows leaves in one batch
+    /// (UDP GSO or `sendmmsg`) instead of one system call each. Returns
+    /// how many were queued, from the front: fewer than all when the queue
+    /// filled (in blocking mode at least one, after a wait as
+    /// [`CcUdpSocket::send`] waits). Each payload is checked as `send`
+    /// checks it; an oversized one is refused before anything is queued.
+    pub fn send_batch(&mut self, bufs: &[&[u8]]) -> io::Result<usize> {
+        let cm_rc = Rc::clone(&self.cm);
+        let mut queued = 0;
+        {
+            let mut cm = borrow(&cm_rc)?;
+            let flow = self.peer.as_ref().ok_or_else(not_connected)?.flow;
+            let max = (cm.mtu(flow).map_err(cm_err)? as usize).saturating_sub(DATA_HEADER_LEN);
+            if let Some(b) = bufs.iter().find(|b| b.len() > max) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("payload of {} bytes over the {max}-byte limit", b.len()),
+                ));
+            }
+            for buf in bufs {
+                let (flow, cm_header) = self.packet(&mut cm, buf)?;
+                self.flush_proto(&mut cm)?;
+                match cm.send(flow, &self.pkt) {
+                    Ok(()) => {
+                        if let (Some(p), false) = (&mut self.peer, cm_header) {
+                            p.acct.on_queued(self.pkt.len());
+                        }
+                        queued += 1;
+                    }
+                    Err(e) => {
+                        self.proto.unqueue(cm_header);
+                        if matches!(e, CmError::QueueFull(_)) {
+                            break;
+                        }
+                        return Err(cm_err(e));
+                    }
+                }
+            }
+            if queued > 0 {
+                self.drive_with(&mut cm)?;
+                return Ok(queued);
+            }
+        }
+        // Not even the first fitted: wait for room as `send` does.
+        match bufs.first() {
+            Some(b) => self.send(b).map(|_| 1),
+            None => Ok(0),
+        }
+    }
+
+    /// Build the datagram for payload `buf` in `self.pkt`: the CM
+    /// protocol's header once the peer negotiated it (then `true`), else
+    /// CC-UDP's data header. Checks the size against the flow's MTU.
+    fn packet(&mut self, cm: &mut Cm, buf: &[u8]) -> io::Result<(FlowId, bool)> {
+        let (flow, session, seq) = match &self.peer {
+            Some(p) => (p.flow, p.session, p.acct.next_seq()),
+            None => return Err(not_connected()),
+        };
+        let max = (cm.mtu(flow).map_err(cm_err)? as usize).saturating_sub(DATA_HEADER_LEN);
+        if buf.len() > max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("payload of {} bytes over the {max}-byte limit", buf.len()),
+            ));
+        }
+        let now = cm_clock::now();
+        let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+        match self.proto.header_for(now, len) {
+            Some(h) => {
+                self.pkt.clear();
+                self.pkt.extend_from_slice(&h);
+                self.pkt.extend_from_slice(buf);
+                Ok((flow, true))
+            }
+            None => {
+                let ts = wire::timestamp(now);
+                DataHeader { session, seq, ts }.encode(buf, &mut self.pkt);
+                Ok((flow, false))
             }
         }
     }

@@ -21,7 +21,14 @@ impl Cm {
     pub fn open_buffered(&mut self, sock: UdpSocket, dst: SocketAddr) -> Result<FlowId, CmError> {
         let src = sock.local_addr().ok();
         let flow = self.open(src, dst)?;
-        self.buffered.insert(flow, SendQueue::new(sock, dst));
+        let q = match SendQueue::new(sock, dst) {
+            Ok(q) => q,
+            Err(e) => {
+                let _ = self.close(flow);
+                return Err(CmError::Io(e));
+            }
+        };
+        self.buffered.insert(flow, q);
         Ok(flow)
     }
 
@@ -81,26 +88,49 @@ impl Cm {
     }
 
     /// Serve grants of buffered flows from their queues (called as events
-    /// arrive). A grant with nothing queued is declined.
+    /// arrive). The grants a flow holds at that moment are served together,
+    /// so their datagrams leave in one batch (cm-udp), and each grant is
+    /// then notified in order with the bytes that went under it. A grant
+    /// with nothing queued is declined.
     pub(super) fn serve_buffered(&mut self) -> Result<(), CmError> {
         let mut i = 0;
+        let mut grants = Vec::new();
         while i < self.events.len() {
-            let CmEvent::Send { flow, bytes } = self.events[i] else {
+            let CmEvent::Send { flow, .. } = self.events[i] else {
                 i += 1;
                 continue;
             };
-            let mtu = u64::from(self.mtus.get(&flow).copied().unwrap_or(1460).max(1));
             if !self.buffered.contains_key(&flow) {
                 i += 1;
                 continue;
             }
-            self.events.remove(i);
-            self.observe(&CmEvent::Send { flow, bytes });
+            let mtu = u64::from(self.mtus.get(&flow).copied().unwrap_or(1460).max(1));
+            // This grant and every later one of the same flow.
+            grants.clear();
+            let mut j = i;
+            while j < self.events.len() {
+                match self.events[j] {
+                    CmEvent::Send { flow: f, bytes } if f == flow => {
+                        self.events.remove(j);
+                        grants.push(bytes);
+                    }
+                    _ => j += 1,
+                }
+            }
+            for &b in &grants {
+                self.observe(&CmEvent::Send { flow, bytes: b });
+            }
             let Some(q) = self.buffered.get_mut(&flow) else {
                 continue;
             };
-            let (sent, missing) = q.serve(bytes.get(), mtu);
-            self.notify(flow, sent)?;
+            let total: u64 = grants.iter().map(|b| b.get()).sum();
+            let (sent, missing) = q.serve(total, mtu);
+            let mut left = sent;
+            for b in &grants {
+                let n = left.min(b.get());
+                left -= n;
+                self.notify(flow, n)?;
+            }
             for _ in 0..missing {
                 self.request(flow)?;
             }
