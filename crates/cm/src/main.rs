@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod bench_load;
+mod byte_arg;
 mod ccudp_acks;
 mod demo;
 mod experiment_cmd;

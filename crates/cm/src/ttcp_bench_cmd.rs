@@ -7,7 +7,7 @@ use cm_ttcp::bench::{BenchConfig, BenchRow, run as run_bench};
 
 use crate::bench_load::args::{RunConfig, TransportArg};
 use crate::bench_load::daemon::DaemonProcess;
-use crate::ttcp_cmd::parse_bytes;
+use crate::byte_arg::parse_bytes;
 
 /// Options of `cm ttcp bench`.
 #[derive(Debug, clap::Args)]

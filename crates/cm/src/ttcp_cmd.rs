@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use cm_report::fmt;
-use cm_report::parse::Quantity;
 use cm_ttcp::{
     ProgressSample, Receiver, ReceiverOptions, SendSpec, Summary, Transport, Until, cm_config,
 };
 use libcm::Cm;
 
+use crate::byte_arg::parse_bytes;
 use crate::stat_view::SocketArg;
 
 /// Options of `cm ttcp`.
@@ -159,28 +159,6 @@ fn recv(a: &RecvArgs) -> Result<()> {
     Ok(())
 }
 
-/// `10MB` → 10_000_000; `1.5GB`, `500k`, `64KiB`, `123`.
-pub(crate) fn parse_bytes(s: &str) -> Result<u64> {
-    const BYTES: Quantity = Quantity {
-        what: "byte count",
-        hint: "expected e.g. 10MB, 500kB, 1GiB (units B, kB, MB, GB, KiB, MiB, GiB)",
-        units: &[
-            (&["", "b"], 1.0),
-            (&["k", "kb"], 1e3),
-            (&["m", "mb"], 1e6),
-            (&["g", "gb"], 1e9),
-            (&["kib"], 1024.0),
-            (&["mib"], 1024.0 * 1024.0),
-            (&["gib"], 1024.0 * 1024.0 * 1024.0),
-        ],
-    };
-    let v = BYTES.parse(s)?.0.round();
-    if !(1.0..=1e15).contains(&v) {
-        bail!("byte count {s:?} out of range (1 B to 1 PB)");
-    }
-    Ok(v as u64)
-}
-
 fn send(a: &SendArgs) -> Result<()> {
     let bytes = match &a.file {
         Some(f) => std::fs::metadata(f)
@@ -274,20 +252,4 @@ fn send(a: &SendArgs) -> Result<()> {
         println!("{s}");
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_bytes;
-
-    #[test]
-    fn byte_counts() {
-        assert_eq!(parse_bytes("10MB").ok(), Some(10_000_000));
-        assert_eq!(parse_bytes("1.5GB").ok(), Some(1_500_000_000));
-        assert_eq!(parse_bytes("64KiB").ok(), Some(65_536));
-        assert_eq!(parse_bytes("123").ok(), Some(123));
-        assert!(parse_bytes("0").is_err());
-        assert!(parse_bytes("ten").is_err());
-        assert!(parse_bytes("5 parsecs").is_err());
-    }
 }
