@@ -382,6 +382,25 @@ impl Scenario {
         Ok(chosen.into_iter().map(|(h, (c, _))| (h, c)).collect())
     }
 
+    /// Turns on delayed ACKs (RFC 5681 §4.2: every second segment, or after
+    /// `timeout_ms`) at the receiver of every TCP flow (`newreno`, `tcpcm`
+    /// and `web`), as a Linux receiver does by default. `None` leaves the
+    /// flows as they are.
+    pub fn set_delayed_acks(&mut self, timeout_ms: Option<u64>) {
+        let Some(ms) = timeout_ms else {
+            return;
+        };
+        for f in &mut self.flows {
+            if matches!(
+                f.transport(),
+                Ok(Transport::Newreno | Transport::Tcpcm | Transport::Web)
+            ) {
+                f.delayed_ack = true;
+                f.delayed_ack_ms = Some(ms);
+            }
+        }
+    }
+
     /// Parses and validates TOML text.
     pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
         let s: Scenario = toml::from_str(text)?;

@@ -294,6 +294,17 @@ pub(crate) fn base(name: &str, rate_bps: u64, one_way_ms: f64, secs: f64, seed: 
     }
 }
 
+/// Linux's delayed-ACK timeout when it ACKs every second segment
+/// (`TCP_DELACK_MIN`, 40 ms), the variant runs' default.
+pub const LINUX_DELAYED_ACK_MS: u64 = 40;
+
+/// The note of a variant run with delayed ACKs of `ms` at every TCP receiver.
+pub(crate) fn delayed_ack_note(ms: u64) -> String {
+    format!(
+        "Delayed ACKs (RFC 5681 §4.2) at every TCP receiver, TCP/CM and NewReno alike, background and cross traffic included: an ACK for every second in-order segment or {ms} ms after the first unacknowledged one, and at once for out-of-order or gap-filling data. The CM's AIMD counts acknowledged bytes (RFC 3465); the NewReno senders count ACKs (RFC 5681 §3.1 eq. 2 and 3, like ns-2's NewReno), so with delayed ACKs their windows grow more slowly."
+    )
+}
+
 /// A check.
 pub(crate) fn check(metric: &str, ours: f64, paper: &str, accept: &str, pass: bool) -> Check {
     Check {

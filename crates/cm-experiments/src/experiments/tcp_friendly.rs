@@ -32,11 +32,11 @@ fn scenario(
     seed: u64,
     t: Transport,
     secs: f64,
-    controller: Option<&str>,
+    v: Variant<'_>,
 ) -> Scenario {
     let mut s = base("tcp-friendly", rate, one_way, secs, seed);
     s.rcv_wnd = Some(RCV_WND);
-    s.cm_controller = controller.map(str::to_string);
+    s.cm_controller = v.controller.map(str::to_string);
     let mut f = FlowSpec::new("test", t);
     f.host = Some("sender".into());
     s.flows.push(f);
@@ -50,30 +50,59 @@ fn scenario(
         w.start = 0.1 * k as f64;
         s.flows.push(w);
     }
+    s.set_delayed_acks(v.delayed_ack_ms);
     s
+}
+
+/// The default run's evidence for its largest deviations.
+const EVIDENCE: &str = "Evidence for the largest deviations: at 10 Mbit/s, 60 ms slow start overshoots the 150 KB pipe+queue by about a whole window and NewReno without SACK must repair dozens of holes. A NewReno that restarts the RTO on every partial ACK (RFC 6582 §4 Slow-but-Steady) repairs one hole per RTT for ≈18 s there (0.41 Mbit/s, median_ratio 1.07); this one restarts it only on the first partial ACK, as RFC 6582 §3.2 step 5 says, so a timeout repairs the window (5.5 Mbit/s, median_ratio 1.00). TCP/CM still recovers faster there (ratio ≈1.5 at that one condition) because the CM cuts its window once per loss event and retransmissions go out on grants. At 100 kbit/s with 35 ms one-way the BDP (875 bytes) is smaller than one packet, so the bottleneck queue holds no packet at all: both transports see heavy loss and TCP/CM does much worse (≈51% loss, ratio ≈0.30) — the CM controller's behaviour under extreme loss is an open question.";
+
+/// What a sweep changes from the papers' setup.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Variant<'a> {
+    /// The test flow's macroflow controller, in the text form of
+    /// `cm_core::controller::spec` (`None`: the papers' AIMD).
+    pub(crate) controller: Option<&'a str>,
+    /// Delayed ACKs with this timeout, ms, at every TCP receiver: the test
+    /// flow's (TCP/CM or NewReno) and the web background's
+    /// ([`Scenario::set_delayed_acks`]). `None`: every segment is ACKed, as
+    /// in the papers.
+    pub(crate) delayed_ack_ms: Option<u64>,
 }
 
 /// Runs the sweep.
 pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
-    let mut o = sweep(opts, "tcp-friendly", None)?;
+    run_with(opts, None)
+}
+
+/// Runs the sweep with delayed ACKs of `delayed_ack_ms` at every TCP
+/// receiver (`None`: [`run`], the experiment as documented). With them
+/// the output is named `tcp-friendly-delayed-ack`; its checks are
+/// `tcp-friendly`'s.
+pub fn run_with(opts: &Opts, delayed_ack_ms: Option<u64>) -> Result<Output, ExperimentError> {
+    let v = Variant {
+        delayed_ack_ms,
+        ..Variant::default()
+    };
+    let name = if delayed_ack_ms.is_some() {
+        "tcp-friendly-delayed-ack"
+    } else {
+        "tcp-friendly"
+    };
+    let mut o = sweep(opts, name, v)?;
     o.notes.splice(0..0, [
         "CM macroflows start from a 2 MSS initial window, like NewReno (cm-core defaults to 10 MSS; see Scenario::cm_initial_window); the CM also paces its sends (shaper) where NewReno sends ACK-clocked bursts.".to_string(),
     ]);
-    o.notes.push(
-        "Evidence for the largest deviations: at 10 Mbit/s, 60 ms slow start overshoots the 150 KB pipe+queue by about a whole window and NewReno without SACK must repair dozens of holes. A NewReno that restarts the RTO on every partial ACK (RFC 6582 §4 Slow-but-Steady) repairs one hole per RTT for ≈18 s there (0.41 Mbit/s, median_ratio 1.07); this one restarts it only on the first partial ACK, as RFC 6582 §3.2 step 5 says, so a timeout repairs the window (5.5 Mbit/s, median_ratio 1.00). TCP/CM still recovers faster there (ratio ≈1.5 at that one condition) because the CM cuts its window once per loss event and retransmissions go out on grants. At 100 kbit/s with 35 ms one-way the BDP (875 bytes) is smaller than one packet, so the bottleneck queue holds no packet at all: both transports see heavy loss and TCP/CM does much worse (≈51% loss, ratio ≈0.30) — the CM controller's behaviour under extreme loss is an open question.".into(),
-    );
+    if delayed_ack_ms.is_none() {
+        o.notes.push(EVIDENCE.into());
+    }
     o.notes.push("Background traffic reacts to the test flow, so the two runs see similar, not identical, loss.".into());
     Ok(o)
 }
 
-/// The sweep of `tcp-friendly`, with the test flow's macroflow running
-/// `controller` (the text form; `None`: the papers' AIMD). Returns an
-/// output named `name` with the notes every variant shares.
-pub(crate) fn sweep(
-    opts: &Opts,
-    name: &str,
-    controller: Option<&str>,
-) -> Result<Output, ExperimentError> {
+/// The sweep of `tcp-friendly` in variant `v`. Returns an output named
+/// `name` with the notes every variant shares.
+pub(crate) fn sweep(opts: &Opts, name: &str, v: Variant<'_>) -> Result<Output, ExperimentError> {
     let (rates, delays, seeds, secs): (Vec<u64>, Vec<f64>, u64, f64) = if opts.quick {
         (vec![300_000, 1_000_000], vec![60.0], 2, 10.0)
     } else {
@@ -91,7 +120,7 @@ pub(crate) fn sweep(
     }
     let bar = progress(name, jobs.len(), opts);
     let results = par_map(&jobs, opts.threads, &bar, |&(r, d, seed, t)| {
-        run_scenario(&scenario(r, d, seed, t, secs, controller))
+        run_scenario(&scenario(r, d, seed, t, secs, v))
     });
     let mut csv = String::from(
         "rate_bps,one_way_ms,seed,transport,throughput_bps,loss_rate,retransmits,timeouts\n",
@@ -155,11 +184,11 @@ pub(crate) fn sweep(
             .collect(),
         style: Style::Scatter,
     };
-    let cm_label = match controller {
+    let cm_label = match v.controller {
         None => "TCP/CM".to_string(),
         Some(c) => format!("TCP/CM ({c})"),
     };
-    Ok(Output {
+    let mut o = Output {
         name: name.into(),
         csv,
         plot: Plot {
@@ -178,5 +207,9 @@ pub(crate) fn sweep(
             "Receivers advertise 1 MB so the window never caps throughput (with the 64 KB default both transports stalled at ≈4.1 Mbit/s on the 10 Mbit/s, 60 ms path).".into(),
         ],
         summary,
-    })
+    };
+    if let Some(ms) = v.delayed_ack_ms {
+        o.notes.push(super::delayed_ack_note(ms));
+    }
+    Ok(o)
 }

@@ -15,7 +15,14 @@ use super::{ExperimentError, Opts, Output, check};
 
 /// Runs the sweep.
 pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
-    let mut o = super::tcp_friendly::sweep(opts, "tfrc-friendly", Some("tfrc"))?;
+    let mut o = super::tcp_friendly::sweep(
+        opts,
+        "tfrc-friendly",
+        super::tcp_friendly::Variant {
+            controller: Some("tfrc"),
+            ..Default::default()
+        },
+    )?;
     o.plot.title = "TFRC on the CM vs NewReno: throughput vs loss rate".into();
     o.paper = serde_json::json!({
         "claim": "TFRC is TCP-friendly: its throughput matches TCP's at the same loss rate (RFC 5348 §1; iscc §VI-C compares against it)",
