@@ -60,5 +60,9 @@ CM_SIM_BENCH_SECS=10 cargo bench -p cm-sim --bench events --locked
 step "benchmark (quick): API overhead vs raw UDP on loopback (cm-implementation-linux Fig 6)"
 CM_BENCH_QUICK=1 cargo bench -p libcm --bench api_overhead --locked
 
+step "benchmark (quick): the data path, every transport against raw UDP and Linux TCP (cm ttcp bench)"
+cargo build --release --locked -q -p cm-daemon
+cargo run --release --locked -q -p cm -- ttcp bench --bytes 100MB --datagrams 100000
+
 step "fuzz: control-message decoder (${CM_FUZZ_SECS:-60} s)"
 ./scripts/fuzz.sh

@@ -200,12 +200,16 @@ impl Rig {
             .map_err(|_| RealError::Thread("sender"))?
     }
 
-    /// Stop the receivers and tear the path down.
-    pub fn finish(mut self) -> Result<()> {
+    /// Stop the receivers and tear the path down. Returns every
+    /// receiver's summaries (TCP/CM's, then Linux TCP's, then CC-UDP's,
+    /// each in the order its transfers ended).
+    pub fn finish(mut self) -> Result<Vec<Summary>> {
+        let mut got = Vec::new();
         for r in self.receivers.drain(..) {
-            r.stop()?;
+            got.extend(r.stop()?);
         }
-        Ok(self.path.teardown()?)
+        self.path.teardown()?;
+        Ok(got)
     }
 }
 

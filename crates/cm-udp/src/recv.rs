@@ -41,6 +41,9 @@ pub struct RecvBatch {
     slots: Vec<Vec<u8>>,
     received: Vec<Received>,
     datagrams: Vec<Datagram>,
+    /// Buffers the last receive offered the kernel, and filled.
+    offered: usize,
+    filled: usize,
 }
 
 impl RecvBatch {
@@ -53,7 +56,16 @@ impl RecvBatch {
             slots: vec![vec![0; slot_bytes.max(1)]; slots],
             received: vec![Received::default(); slots],
             datagrams: Vec::new(),
+            offered: 0,
+            filled: 0,
         }
+    }
+
+    /// Whether the last receive filled every buffer it offered: if not,
+    /// the socket had nothing more waiting at that moment, and a caller
+    /// draining it can stop without another (empty) system call.
+    pub fn filled_all(&self) -> bool {
+        self.offered > 0 && self.filled == self.offered
     }
 
     /// The datagrams of the last receive, in arrival order.
@@ -82,6 +94,8 @@ impl UdpIo {
     /// `batch`; `WouldBlock` if none was waiting.
     pub fn recv(&mut self, batch: &mut RecvBatch) -> io::Result<usize> {
         batch.datagrams.clear();
+        batch.offered = 0;
+        batch.filled = 0;
         if self.gro {
             for s in &mut batch.slots {
                 if s.len() < GRO_SLOT {
@@ -96,8 +110,11 @@ impl UdpIo {
             .take(n)
             .map(Vec::as_mut_slice)
             .collect();
+        let offered = bufs.len();
         let got = sys::recvmmsg(self.sock.as_raw_fd(), &mut bufs, &mut batch.received)?;
         self.stats.recv_calls += 1;
+        batch.offered = offered;
+        batch.filled = got;
         for (slot, r) in batch.received.iter().take(got).enumerate() {
             match r.segment {
                 Some(seg) if seg < r.len => {

@@ -240,3 +240,22 @@ fn nothing_waiting_is_would_block_and_a_bad_setting_is_named() {
     let e = Offload::parse("gso-off").unwrap_err();
     assert!(e.contains("gso-off") && e.contains("no-gso"), "{e}");
 }
+
+#[test]
+fn a_short_batch_says_the_socket_was_empty() {
+    let no_gro = Offload {
+        gro: false,
+        ..Offload::ALL
+    };
+    let (mut tx, mut rx, _) = pair(Offload::ALL, no_gro);
+    send_all(&mut tx, None, &payload(3, SEG));
+    std::thread::sleep(Duration::from_millis(20));
+    let mut two = RecvBatch::new(2, 2048);
+    assert_eq!(rx.recv(&mut two).unwrap(), 2);
+    assert!(
+        two.filled_all(),
+        "two waiting of three: both buffers filled"
+    );
+    assert_eq!(rx.recv(&mut two).unwrap(), 1);
+    assert!(!two.filled_all(), "the last one: the socket is empty");
+}

@@ -164,6 +164,10 @@ impl UdpReceiver {
                         }
                         // One batch's ACKs leave together.
                         self.acks.flush(&mut self.io)?;
+                        // A short batch: the socket was empty.
+                        if !batch.filled_all() {
+                            break;
+                        }
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                     Err(e)

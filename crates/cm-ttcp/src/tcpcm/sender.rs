@@ -315,6 +315,10 @@ impl Engine<'_, '_> {
                             got = true;
                         }
                     }
+                    // A short batch: the socket was empty; no second call.
+                    if !self.rx.filled_all() {
+                        break;
+                    }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}

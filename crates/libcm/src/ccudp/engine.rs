@@ -162,6 +162,10 @@ impl CcUdpSocket {
             for (_, data) in batch.iter() {
                 self.on_datagram(cm, now, data)?;
             }
+            // A short batch: the socket was empty; no second call.
+            if !batch.filled_all() {
+                break;
+            }
         }
         Ok(())
     }
