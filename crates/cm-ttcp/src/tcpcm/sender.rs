@@ -31,6 +31,9 @@ pub(crate) struct Job {
 /// MTUs asked per `cm_request`: the full segments of one UDP GSO call.
 const GRANT_MTUS: u32 = (cm_udp::MAX_GSO_BYTES / crate::UDP_PAYLOAD_MAX) as u32;
 
+/// The longest gap [`Engine::coalesce_gap`] puts between passes.
+const COALESCE_MAX: Duration = Duration::from_millis(1);
+
 /// The longest single wait: the loop re-checks its deadlines at least this
 /// often even if every timer computation were wrong.
 const MAX_WAIT: Duration = Duration::from_millis(250);
@@ -89,6 +92,7 @@ impl Engine<'_, '_> {
         let daemon = self.cm.mode() == Mode::Daemon;
         loop {
             let now = Instant::now();
+            let pass_start = now;
             while jobs.last().is_some_and(|j| t0 + j.at <= now) {
                 if let Some(job) = jobs.pop() {
                     let index = job.index;
@@ -112,6 +116,18 @@ impl Engine<'_, '_> {
             // This pass's segments leave together.
             for c in self.conns.iter_mut().flatten() {
                 flush(c)?;
+            }
+            // Wake-up coalescing: with data in flight, the next pass comes
+            // no sooner than `coalesce_gap` after this one began, so that a
+            // pass handles several ACKs and sends a run of segments.
+            if let Some(gap) = self.coalesce_gap() {
+                let until = pass_start + gap;
+                let now = Instant::now();
+                if until > now {
+                    // Then wait as usual: the poll returns at once for
+                    // what arrived meanwhile.
+                    std::thread::sleep(until - now);
+                }
             }
 
             // Sleep until the earliest deadline or input.
@@ -163,6 +179,23 @@ impl Engine<'_, '_> {
                 Err(e) => return Err(TtcpError::errno("poll", e)),
             }
         }
+    }
+
+    /// The least time between two passes of the loop while segments are
+    /// in flight: an eighth of the shortest smoothed RTT, at most
+    /// [`COALESCE_MAX`]; none when nothing is in flight. Linux sizes its
+    /// TSO bursts the same way (`tcp_tso_autosize`: about 1 ms at the
+    /// pacing rate): at 100 Mbit/s a pass then sends a run of about eight
+    /// segments instead of waking for every ACK, and on a short path the
+    /// gap is a few microseconds and changes nothing.
+    fn coalesce_gap(&self) -> Option<Duration> {
+        self.conns
+            .iter()
+            .flatten()
+            .filter(|c| c.tcp.bytes_outstanding() > 0)
+            .filter_map(|c| c.tcp.stats().srtt)
+            .map(|srtt| (cm_clock::to_std_duration(srtt) / 8).min(COALESCE_MAX))
+            .min()
     }
 
     /// Open the connection: socket, CM flow, SYN.
