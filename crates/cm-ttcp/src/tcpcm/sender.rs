@@ -33,6 +33,8 @@ const GRANT_MTUS: u32 = (cm_udp::MAX_GSO_BYTES / crate::UDP_PAYLOAD_MAX) as u32;
 
 /// The longest gap [`Engine::coalesce_gap`] puts between passes.
 const COALESCE_MAX: Duration = Duration::from_millis(1);
+/// The shortest gap worth a sleep.
+const COALESCE_MIN: Duration = Duration::from_micros(200);
 
 /// The longest single wait: the loop re-checks its deadlines at least this
 /// often even if every timer computation were wrong.
@@ -183,7 +185,8 @@ impl Engine<'_, '_> {
 
     /// The least time between two passes of the loop while segments are
     /// in flight: an eighth of the shortest smoothed RTT, at most
-    /// [`COALESCE_MAX`]; none when nothing is in flight. Linux sizes its
+    /// [`COALESCE_MAX`]; none when nothing is in flight or when that is
+    /// under [`COALESCE_MIN`]. Linux sizes its
     /// TSO bursts the same way (`tcp_tso_autosize`: about 1 ms at the
     /// pacing rate): at 100 Mbit/s a pass then sends a run of about eight
     /// segments instead of waking for every ACK, and on a short path the
@@ -196,6 +199,9 @@ impl Engine<'_, '_> {
             .filter_map(|c| c.tcp.stats().srtt)
             .map(|srtt| (cm_clock::to_std_duration(srtt) / 8).min(COALESCE_MAX))
             .min()
+            // A sleep shorter than the kernel's timer slack (50 µs) would
+            // last the slack: on such short paths every pass runs at once.
+            .filter(|&gap| gap >= COALESCE_MIN)
     }
 
     /// Open the connection: socket, CM flow, SYN.
