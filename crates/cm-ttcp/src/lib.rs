@@ -22,6 +22,8 @@
 //! | `send` | [`send`] and its group forms ([`send_concurrent`], [`send_scheduled`], ...) |
 //! | `receive` | [`Receiver`], [`ReceiverHandle`] |
 //! | `payload` | the bytes: zeros, or a file read and written by stream offset |
+//! | `outbox` | datagrams of one loop pass sent together: GSO runs, `sendmmsg` batches |
+//! | [`bench`] | `cm ttcp bench`: every path on loopback against raw UDP and Linux TCP |
 //! | `net`, `sys` | sockets, `TCP_INFO`/`SIOCOUTQ` (clocks: `cm-clock`; formatting: `cm-report`) |
 //!
 //! ## TCP/CM over UDP (cm-implementation-linux §3.2)
@@ -32,9 +34,10 @@
 //! `cm_open`). The paper's mapping, as the driver implements it:
 //!
 //! - **`cmapp_send`**: a [`libcm::CmEvent::Send`] grant goes to
-//!   `TcpSender::on_grant`, which sends a queued retransmission, else up to
-//!   one MSS of new data, and queues the matching `cm_notify` itself; the
-//!   segment goes on the socket, then every queued CM call is forwarded.
+//!   `TcpSender::on_grant`, which sends a queued retransmission, else new
+//!   data, one MSS per MTU granted (requests ask for up to 44 MTUs, one GSO
+//!   run), and queues the matching `cm_notify` itself; the segments join
+//!   the connection's outgoing run, then every queued CM call is forwarded.
 //! - **TCP input**: every datagram on the socket is decoded and given to
 //!   `handle_segment`; RTT samples (RFC 1323 timestamps), new-data ACKs,
 //!   the third duplicate ACK (transient loss) and later ones come out of
@@ -45,15 +48,18 @@
 //!   [`libcm::Cm::pollable_fd`]).
 //!
 //! The loop: start the transfers that are due; read **every** datagram
-//! waiting on every socket (non-blocking) and feed it in; run expired
-//! timers; take every CM event (each grant sends a segment and, in embedded
-//! mode, the next grant is usually ready at once, so a window's worth goes
-//! out in one pass); retire completed connections (`cm_close`: the
-//! macroflow lingers with what it learned, so a later connection starts
-//! from it, §4.3); then `ppoll` the sockets (and the daemon's socket) until
-//! the earliest deadline, with nanosecond precision. Daemon mode batches the
-//! calls of one pass into one write (`set_autoflush(false)`, flushed before
-//! every wait).
+//! waiting on every socket (non-blocking, `recvmmsg`) and feed it in; run
+//! expired timers; take every CM event (each grant queues its segments and,
+//! in embedded mode, the next grant is usually ready at once, so a window's
+//! worth goes out in one pass); retire completed connections (`cm_close`:
+//! the macroflow lingers with what it learned, so a later connection starts
+//! from it, §4.3); send each connection's queued segments as GSO runs;
+//! while data is in flight, let at least min(srtt/8, 1 ms) pass since the
+//! pass began (wake-up coalescing, as Linux sizes TSO bursts to about 1 ms;
+//! skipped under 200 µs); then `ppoll` the sockets (and the daemon's
+//! socket) until the earliest deadline, with nanosecond precision. Daemon
+//! mode batches the calls of one pass into one write
+//! (`set_autoflush(false)`, flushed before every wait).
 //!
 //! Wire format: one [`cm_transport::TcpSegment`] per UDP datagram (46-byte
 //! header + zero payload). [`TCPCM_MSS`] = 1472 − 46 = 1426 bytes keeps a

@@ -149,7 +149,8 @@ impl UdpIo {
         if msgs.is_empty() {
             return Ok(0);
         }
-        if self.path != SendPath::Single {
+        // One datagram: a plain `send` (no message vector to build).
+        if self.path != SendPath::Single && msgs.len() > 1 {
             self.stats.send_calls += 1;
             match sys::sendmmsg(self.sock.as_raw_fd(), msgs) {
                 Ok(n) => {
