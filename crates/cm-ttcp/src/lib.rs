@@ -23,7 +23,7 @@
 //! | `receive` | [`Receiver`], [`ReceiverHandle`] |
 //! | `payload` | the bytes: zeros, or a file read and written by stream offset |
 //! | `outbox` | datagrams of one loop pass sent together: GSO runs, `sendmmsg` batches |
-//! | [`bench`] | `cm ttcp bench`: every path on loopback against raw UDP and Linux TCP |
+//! | [`bench`](mod@bench) | `cm ttcp bench`: every path on loopback against raw UDP and Linux TCP |
 //! | `net`, `sys` | sockets, `TCP_INFO`/`SIOCOUTQ` (clocks: `cm-clock`; formatting: `cm-report`) |
 //!
 //! ## TCP/CM over UDP (cm-implementation-linux §3.2)

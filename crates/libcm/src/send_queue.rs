@@ -46,7 +46,8 @@ pub(crate) struct SendQueue {
 }
 
 impl SendQueue {
-    /// An empty queue sending on `sock` to `dst`. Fails on a `CM_UDP_OFFLOAD` setting cm-udp does not know.
+    /// An empty queue sending on `sock` to `dst`. Fails on a
+    /// `CM_UDP_OFFLOAD` setting cm-udp does not know.
     pub(crate) fn new(sock: UdpSocket, dst: SocketAddr) -> std::io::Result<SendQueue> {
         let connected = sock.peer_addr().ok() == Some(dst);
         Ok(SendQueue {

@@ -148,7 +148,9 @@ impl CcUdpSocket {
             inbox_limit: DEFAULT_RECV_QUEUE,
             stats: CcUdpStats::default(),
             rio,
-            rbatch: Some(RecvBatch::new(RECV_SLOTS, 2048)),
+            // Room for the largest UDP datagram, as the single 64 KiB
+            // buffer before batching had (GRO needs as much anyway).
+            rbatch: Some(RecvBatch::new(RECV_SLOTS, 65_536)),
             pkt: Vec::new(),
             proto: Proto::new(random_secret()),
             departed: 0,

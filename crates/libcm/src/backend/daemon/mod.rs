@@ -168,7 +168,18 @@ impl DaemonConn {
         if let Some(seq) = attach {
             c.push(&ToDaemon::Attach { seq })?;
         }
-        c.flush()?;
+        if let Err(e) = c.flush() {
+            // A daemon that refuses a client (a client limit) writes the
+            // refusal and closes, which may come before the Hello is
+            // written: the send then fails, and the refusal is still there
+            // to read.
+            if matches!(e, CmError::Disconnected) {
+                if let Err(r @ CmError::Refused { .. }) = c.handshake(attach) {
+                    return Err(r);
+                }
+            }
+            return Err(e);
+        }
         c.handshake(attach)?;
         c.reply_timeout = DEFAULT_REPLY_TIMEOUT;
         Ok(c)
