@@ -257,7 +257,12 @@ fn raw_udp(offload: Offload, n: u64, name: &str) -> Result<BenchRow> {
 fn raw_send(offload: Offload, dst: SocketAddr, n: u64) -> Result<(f64, Duration)> {
     let sock = connected_udp(dst, None)?;
     let mut io = UdpIo::with_offload(sock, offload).map_err(|e| TtcpError::io("socket", e))?;
-    let per_call: u64 = if offload.gso { 44 } else { 1 };
+    // With GSO, runs as long as TCP/CM's (one grant's worth of segments).
+    let per_call = if offload.gso {
+        u64::from(crate::tcpcm::sender::GRANT_MTUS)
+    } else {
+        1
+    };
     let buf = vec![0x5a_u8; RAW_DATAGRAM * per_call as usize];
     let t0 = Instant::now();
     let cpu0 = cm_clock::thread_cpu();

@@ -104,14 +104,13 @@ impl UdpIo {
             }
         }
         let n = if self.mmsg_recv { batch.slots.len() } else { 1 };
-        let mut bufs: Vec<&mut [u8]> = batch
-            .slots
-            .iter_mut()
-            .take(n)
-            .map(Vec::as_mut_slice)
-            .collect();
-        let offered = bufs.len();
-        let got = sys::recvmmsg(self.sock.as_raw_fd(), &mut bufs, &mut batch.received)?;
+        let offered = n.min(batch.slots.len());
+        let got = sys::recvmmsg(
+            self.sock.as_raw_fd(),
+            &mut batch.slots,
+            offered,
+            &mut batch.received,
+        )?;
         self.stats.recv_calls += 1;
         batch.offered = offered;
         batch.filled = got;

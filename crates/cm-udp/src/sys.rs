@@ -216,14 +216,16 @@ pub(crate) struct Received {
     pub truncated: bool,
 }
 
-/// `recvmmsg` into `bufs` (non-blocking); results in `out`.
+/// `recvmmsg` into the first `n` of `bufs` (non-blocking); results in
+/// `out`.
 pub(crate) fn recvmmsg(
     fd: RawFd,
-    bufs: &mut [&mut [u8]],
+    bufs: &mut [Vec<u8>],
+    n: usize,
     out: &mut [Received],
 ) -> io::Result<usize> {
     const MAX: usize = 64;
-    let n = bufs.len().min(out.len()).min(MAX);
+    let n = n.min(bufs.len()).min(out.len()).min(MAX);
     // SAFETY: plain old data.
     let mut iovs: [libc::iovec; MAX] = unsafe { zeroed() };
     // SAFETY: plain old data.

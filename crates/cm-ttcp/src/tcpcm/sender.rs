@@ -29,7 +29,7 @@ pub(crate) struct Job {
 }
 
 /// MTUs asked per `cm_request`: the full segments of one UDP GSO call.
-const GRANT_MTUS: u32 = (cm_udp::MAX_GSO_BYTES / crate::UDP_PAYLOAD_MAX) as u32;
+pub(crate) const GRANT_MTUS: u32 = (cm_udp::MAX_GSO_BYTES / crate::UDP_PAYLOAD_MAX) as u32;
 
 /// The longest gap [`Engine::coalesce_gap`] puts between passes.
 const COALESCE_MAX: Duration = Duration::from_millis(1);

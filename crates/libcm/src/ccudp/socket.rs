@@ -114,6 +114,18 @@ pub(super) fn cm_err(e: CmError) -> io::Error {
     }
 }
 
+/// The largest payload a flow's MTU leaves room for.
+fn payload_limit(cm: &mut Cm, flow: FlowId) -> io::Result<usize> {
+    Ok((cm.mtu(flow).map_err(cm_err)? as usize).saturating_sub(DATA_HEADER_LEN))
+}
+
+fn oversized(len: usize, max: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("payload of {len} bytes over the {max}-byte limit"),
+    )
+}
+
 fn not_connected() -> io::Error {
     io::Error::new(io::ErrorKind::NotConnected, "CcUdpSocket is not connected")
 }
@@ -287,8 +299,7 @@ impl CcUdpSocket {
     /// The largest payload `send` accepts: the flow's MTU less the header.
     pub fn max_payload(&self) -> io::Result<usize> {
         let flow = self.peer.as_ref().ok_or_else(not_connected)?.flow;
-        let mtu = borrow(&self.cm)?.mtu(flow).map_err(cm_err)?;
-        Ok((mtu as usize).saturating_sub(DATA_HEADER_LEN))
+        payload_limit(&mut *borrow(&self.cm)?, flow)
     }
 
     /// Queue one datagram for the peer; the CM sends it when the
@@ -304,13 +315,8 @@ impl CcUdpSocket {
         self.flush_proto(&mut cm)?;
         let mut retried = false;
         let result = loop {
-            match cm.send(flow, &self.pkt) {
-                Ok(()) => {
-                    if let (Some(p), false) = (&mut self.peer, cm_header) {
-                        p.acct.on_queued(self.pkt.len());
-                    }
-                    break Ok(buf.len());
-                }
+            match self.queue_packet(&mut cm, flow, cm_header) {
+                Ok(()) => break Ok(buf.len()),
                 Err(CmError::QueueFull(_)) => {
                     if !retried {
                         // Serving grants may have made room.
@@ -366,23 +372,15 @@ impl CcUdpSocket {
         {
             let mut cm = borrow(&cm_rc)?;
             let flow = self.peer.as_ref().ok_or_else(not_connected)?.flow;
-            let max = (cm.mtu(flow).map_err(cm_err)? as usize).saturating_sub(DATA_HEADER_LEN);
+            let max = payload_limit(&mut cm, flow)?;
             if let Some(b) = bufs.iter().find(|b| b.len() > max) {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("payload of {} bytes over the {max}-byte limit", b.len()),
-                ));
+                return Err(oversized(b.len(), max));
             }
             for buf in bufs {
                 let (flow, cm_header) = self.packet(&mut cm, buf)?;
                 self.flush_proto(&mut cm)?;
-                match cm.send(flow, &self.pkt) {
-                    Ok(()) => {
-                        if let (Some(p), false) = (&mut self.peer, cm_header) {
-                            p.acct.on_queued(self.pkt.len());
-                        }
-                        queued += 1;
-                    }
+                match self.queue_packet(&mut cm, flow, cm_header) {
+                    Ok(()) => queued += 1,
                     Err(e) => {
                         self.proto.unqueue(cm_header);
                         if matches!(e, CmError::QueueFull(_)) {
@@ -404,6 +402,16 @@ impl CcUdpSocket {
         }
     }
 
+    /// Hand the datagram in `self.pkt` to the CM's queue; a CC-UDP one
+    /// (not the CM protocol's) is counted by the accounting.
+    fn queue_packet(&mut self, cm: &mut Cm, flow: FlowId, cm_header: bool) -> Result<(), CmError> {
+        cm.send(flow, &self.pkt)?;
+        if let (Some(p), false) = (&mut self.peer, cm_header) {
+            p.acct.on_queued(self.pkt.len());
+        }
+        Ok(())
+    }
+
     /// Build the datagram for payload `buf` in `self.pkt`: the CM
     /// protocol's header once the peer negotiated it (then `true`), else
     /// CC-UDP's data header. Checks the size against the flow's MTU.
@@ -412,12 +420,9 @@ impl CcUdpSocket {
             Some(p) => (p.flow, p.session, p.acct.next_seq()),
             None => return Err(not_connected()),
         };
-        let max = (cm.mtu(flow).map_err(cm_err)? as usize).saturating_sub(DATA_HEADER_LEN);
+        let max = payload_limit(cm, flow)?;
         if buf.len() > max {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("payload of {} bytes over the {max}-byte limit", buf.len()),
-            ));
+            return Err(oversized(buf.len(), max));
         }
         let now = cm_clock::now();
         let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
