@@ -93,6 +93,25 @@ impl Feedback {
         }
     }
 
+    /// Fold `later` feedback into this one so that both go to the CM as
+    /// one `cm_update` (issue: one update per receive batch, not per
+    /// acknowledgement). Only feedback without loss is folded: byte
+    /// counting grows the window by the bytes acknowledged however they
+    /// are batched (RFC 3465; the AIMD controller's slow start and
+    /// avoidance both count bytes), while a loss must reach the
+    /// controller as its own event. The later RTT sample is kept (the
+    /// freshest; RFC 7323 §4 allows fewer samples than segments). Returns
+    /// false, changing nothing, when either carries a loss.
+    pub fn absorb(&mut self, later: &Feedback) -> bool {
+        if self.loss != LossMode::None || later.loss != LossMode::None {
+            return false;
+        }
+        self.nsent += later.nsent;
+        self.nrecd += later.nrecd;
+        self.rtt = later.rtt.or(self.rtt);
+        true
+    }
+
     /// `nsent` bytes resolved of which `nrecd` arrived, with a loss kind.
     pub fn lossy(nsent: u64, nrecd: u64, loss: LossMode) -> Self {
         Feedback {

@@ -5,7 +5,9 @@
 //! - raw UDP, one datagram per `send` (and one per `recv`);
 //! - raw UDP with GSO (44 datagrams per `sendmsg`) and GRO + `recvmmsg`;
 //! - TCP/CM with an embedded CM and through a private daemon;
-//! - CC-UDP (`CcUdpSocket`, whose CM is embedded);
+//! - CC-UDP (`CcUdpSocket`, 1200-byte payloads) with an embedded CM and
+//!   through the daemon, then with GSO off (`sendmmsg`) and with no
+//!   batching at all (one datagram per call, as the first raw row);
 //! - Linux TCP Reno.
 //!
 //! Each row reports goodput, datagrams per second, and CPU per MB moved
@@ -42,8 +44,8 @@ pub struct BenchConfig {
     pub bytes: u64,
     /// Datagrams per raw-UDP row.
     pub datagrams: u64,
-    /// The control socket of a daemon for the TCP/CM-through-`cmd` row
-    /// (none: no such row).
+    /// The control socket of a daemon for the rows through `cmd` (none:
+    /// no such rows).
     pub daemon: Option<std::path::PathBuf>,
 }
 
@@ -97,7 +99,7 @@ pub fn run(
     push(raw_udp(Offload::ALL, cfg.datagrams, "raw UDP, GSO + GRO")?);
     let mut cm = Cm::embedded(crate::cm_config())?;
     let none = || None;
-    let tcpcm = Transport::TcpCm;
+    let tcpcm = Leg::plain(Transport::TcpCm);
     push(transfer(
         &tcpcm,
         cfg.bytes,
@@ -115,16 +117,65 @@ pub fn run(
             "TCP/CM, through cmd",
         )?);
     }
+    // CC-UDP datagrams carry the raw rows' 1200 bytes of payload.
+    let ccudp = |offload: Option<&'static str>| Leg {
+        transport: Transport::CcUdp,
+        payload: Some(RAW_DATAGRAM),
+        offload,
+    };
     push(transfer(
-        &Transport::CcUdp,
+        &ccudp(None),
         cfg.bytes,
         None,
         &none,
-        "CC-UDP (CcUdpSocket)",
+        "CC-UDP, embedded CM",
     )?);
-    let reno = Transport::LinuxTcp { cc: "reno".into() };
+    if let Some(socket) = &cfg.daemon {
+        let mut cm = Cm::connect(socket)?;
+        push(transfer(
+            &ccudp(None),
+            cfg.bytes,
+            Some(&mut cm),
+            daemon_cpu,
+            "CC-UDP, through cmd",
+        )?);
+    }
+    push(transfer(
+        &ccudp(Some("no-gso")),
+        cfg.bytes,
+        None,
+        &none,
+        "CC-UDP, sendmmsg (no GSO)",
+    )?);
+    push(transfer(
+        &ccudp(Some("none")),
+        cfg.bytes,
+        None,
+        &none,
+        "CC-UDP, 1 datagram/call",
+    )?);
+    let reno = Leg::plain(Transport::LinuxTcp { cc: "reno".into() });
     push(transfer(&reno, cfg.bytes, None, &none, "Linux TCP Reno")?);
     Ok(rows)
+}
+
+/// What one transfer row moves.
+struct Leg {
+    transport: Transport,
+    /// CC-UDP payload per datagram.
+    payload: Option<usize>,
+    /// `CM_UDP_OFFLOAD` words for this row's sockets.
+    offload: Option<&'static str>,
+}
+
+impl Leg {
+    fn plain(transport: Transport) -> Leg {
+        Leg {
+            transport,
+            payload: None,
+            offload: None,
+        }
+    }
 }
 
 fn per_mb(cpu: Duration, bytes: u64) -> f64 {
@@ -138,19 +189,22 @@ fn per_mb(cpu: Duration, bytes: u64) -> f64 {
 /// `external`'s (another process) if it reads one, else this process's
 /// beyond the two threads.
 fn transfer(
-    t: &Transport,
+    leg: &Leg,
     bytes: u64,
     cm: Option<&mut Cm>,
     external: &dyn Fn() -> Option<Duration>,
     name: &str,
 ) -> Result<BenchRow> {
     let any: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 0));
-    let rx = Receiver::bind(any, t, ReceiverOptions::default())?;
+    let rx = Receiver::bind(any, &leg.transport, ReceiverOptions::default())?;
     let dst = rx.local_addr();
     let handle = rx.spawn();
     let cpu0 = cm_clock::process_cpu();
     let ext0 = external();
-    let sent = send(&SendSpec::new(dst, bytes, t.clone()), cm);
+    let mut spec = SendSpec::new(dst, bytes, leg.transport.clone());
+    spec.payload = leg.payload;
+    spec.udp_offload = leg.offload.map(str::to_owned);
+    let sent = send(&spec, cm);
     let got = handle.stop();
     let ext = external().zip(ext0).map(|(a, b)| a.saturating_sub(b));
     let cpu = cm_clock::process_cpu().saturating_sub(cpu0);

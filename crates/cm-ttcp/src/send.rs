@@ -11,8 +11,10 @@ use crate::summary::{Summary, Transport};
 use crate::{ccudp, default_cm, linux_tcp, tcpcm};
 
 /// One transfer. TCP/CM uses `cm` (or [`default_cm`] if `None`); Linux TCP
-/// ignores it, and so does CC-UDP (each CC-UDP transfer has an embedded CM
-/// of its own, [`crate::ccudp_config`]). The TCP/CM loop batches its calls
+/// ignores it. A lone CC-UDP transfer uses `cm` if given, else an embedded
+/// CM of its own ([`crate::ccudp_config`]); CC-UDP transfers among several
+/// run on threads of their own, each with its own embedded CM (a `Cm` is
+/// not `Send`). The TCP/CM loop batches its calls
 /// with `cm.set_autoflush(false)` and leaves `cm` with autoflush on
 /// (libcm's default) when it returns.
 pub fn send(spec: &SendSpec, cm: Option<&mut Cm>) -> Result<Summary> {
@@ -102,7 +104,7 @@ pub fn send_scheduled_observed(
                     return linux_tcp::send(&j.spec, cc, 0, observer).map(|s| vec![s]);
                 }
                 Transport::CcUdp => {
-                    return ccudp::sender::send(&j.spec, 0, observer).map(|s| vec![s]);
+                    return ccudp::sender::send(&j.spec, 0, observer, cm).map(|s| vec![s]);
                 }
                 Transport::TcpCm => {}
             }
@@ -130,7 +132,7 @@ pub fn send_scheduled_observed(
                     .name(format!("ttcp-{index}"))
                     .spawn(move || {
                         std::thread::sleep((t0 + at).saturating_duration_since(Instant::now()));
-                        ccudp::sender::send(&spec, index, None)
+                        ccudp::sender::send(&spec, index, None, None)
                     })
                     .map_err(|e| TtcpError::io("spawn sender thread", e))?;
                 threads.push((index, h));

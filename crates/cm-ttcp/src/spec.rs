@@ -46,6 +46,17 @@ pub struct SendSpec {
     /// `net.ipv4.tcp_sack` decides). Default false.
     #[serde(default)]
     pub sack: bool,
+    /// CC-UDP: payload bytes per datagram (default: the most the CM's MTU
+    /// leaves, 1456 bytes with [`crate::ccudp_config`]). Ignored by the
+    /// TCP transports.
+    #[serde(default)]
+    pub payload: Option<usize>,
+    /// UDP batching this transfer's sockets must not use, in
+    /// `CM_UDP_OFFLOAD`'s words (`no-gso`, `no-gro`, `no-mmsg`, `none`),
+    /// on top of what `CM_UDP_OFFLOAD` rules out for the process. TCP/CM
+    /// and CC-UDP; Linux TCP ignores it. Default: none.
+    #[serde(default)]
+    pub udp_offload: Option<String>,
 }
 
 /// The length of the file at `p`.
@@ -69,6 +80,8 @@ impl SendSpec {
             time_limit: None,
             file: None,
             sack: false,
+            payload: None,
+            udp_offload: None,
         }
     }
 
@@ -101,6 +114,27 @@ impl SendSpec {
     pub fn sack(mut self, on: bool) -> SendSpec {
         self.sack = on;
         self
+    }
+
+    /// CC-UDP datagrams of `bytes` of payload (see [`SendSpec::payload`]).
+    pub fn payload(mut self, bytes: usize) -> SendSpec {
+        self.payload = Some(bytes);
+        self
+    }
+
+    /// The UDP batching this transfer may use: what `CM_UDP_OFFLOAD`
+    /// allows, less what [`SendSpec::udp_offload`] rules out.
+    pub fn offload(&self) -> Result<cm_udp::Offload> {
+        let env = cm_udp::Offload::from_env().map_err(|e| TtcpError::Invalid(e.to_string()))?;
+        let own = match &self.udp_offload {
+            Some(s) => cm_udp::Offload::parse(s).map_err(TtcpError::Invalid)?,
+            None => cm_udp::Offload::ALL,
+        };
+        Ok(cm_udp::Offload {
+            gso: env.gso && own.gso,
+            gro: env.gro && own.gro,
+            mmsg: env.mmsg && own.mmsg,
+        })
     }
 
     /// With progress samples every `every`.
@@ -152,6 +186,10 @@ impl SendSpec {
         {
             return bad("progress interval must be >= 1 ms");
         }
+        if self.payload == Some(0) {
+            return bad("payload must be > 0");
+        }
+        self.offload()?;
         if let Transport::LinuxTcp { cc } = &self.transport {
             if cc.is_empty() || cc.len() > 15 || !cc.bytes().all(|b| b.is_ascii_graphic()) {
                 return Err(TtcpError::UnknownCongestionControl(cc.clone()));

@@ -158,7 +158,8 @@ pub struct UdpIo {
     sock: UdpSocket,
     path: SendPath,
     gro: bool,
-    mmsg_recv: bool,
+    /// `sendmmsg` and `recvmmsg` allowed.
+    mmsg: bool,
     stats: IoStats,
 }
 
@@ -183,9 +184,35 @@ impl UdpIo {
             sock,
             path,
             gro,
-            mmsg_recv: offload.mmsg,
+            mmsg: offload.mmsg,
             stats: IoStats::default(),
         })
+    }
+
+    /// Turn off the paths `offload` rules out (never turns one on): an
+    /// application's or a benchmark's choice for one socket, as
+    /// `CM_UDP_OFFLOAD` is for the process.
+    pub fn restrict(&mut self, offload: Offload) {
+        self.mmsg &= offload.mmsg;
+        if !offload.gso && self.path == SendPath::Gso {
+            self.path = self.fallback();
+        }
+        if !self.mmsg && self.path == SendPath::Mmsg {
+            self.path = SendPath::Single;
+        }
+        if !offload.gro && self.gro {
+            // Off, or the kernel keeps coalescing: then it stays reported.
+            self.gro = !sys::set_gro(self.sock.as_raw_fd(), false);
+        }
+    }
+
+    /// Where GSO falls back to: `sendmmsg` if allowed, else one per call.
+    fn fallback(&self) -> SendPath {
+        if self.mmsg {
+            SendPath::Mmsg
+        } else {
+            SendPath::Single
+        }
     }
 
     /// The socket.
@@ -210,7 +237,7 @@ impl UdpIo {
 
     /// Whether receives take up to [`MAX_BATCH`] datagrams per call.
     pub fn batched_recv(&self) -> bool {
-        self.mmsg_recv
+        self.mmsg
     }
 
     /// The counters so far.

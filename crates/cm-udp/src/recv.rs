@@ -103,7 +103,7 @@ impl UdpIo {
                 }
             }
         }
-        let n = if self.mmsg_recv { batch.slots.len() } else { 1 };
+        let n = if self.mmsg { batch.slots.len() } else { 1 };
         let offered = n.min(batch.slots.len());
         let got = sys::recvmmsg(
             self.sock.as_raw_fd(),

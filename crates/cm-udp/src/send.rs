@@ -37,7 +37,7 @@ impl UdpIo {
                         // The kernel or the device cannot segment: never
                         // again on this socket; this batch goes by sendmmsg.
                         self.stats.gso_refused += 1;
-                        self.path = SendPath::Mmsg;
+                        self.path = self.fallback();
                     }
                     Err(e) => return Err(e),
                 }
@@ -95,6 +95,54 @@ impl UdpIo {
         Ok(sent)
     }
 
+    /// Send the datagrams of `bufs` to `dst` (`None` on a connected
+    /// socket), in order, without first copying them together: one GSO
+    /// send per run (an `iovec` per datagram) when every datagram but the
+    /// last has the first one's size, else `sendmmsg`. Returns how many
+    /// went, from the front, as [`UdpIo::send_segments`] does.
+    pub fn send_datagrams(&mut self, dst: Option<SocketAddr>, bufs: &[&[u8]]) -> io::Result<usize> {
+        let Some(first) = bufs.first().map(|b| b.len()) else {
+            return Ok(0);
+        };
+        let addr = dst.map(RawAddr::new);
+        let last = bufs.len() - 1;
+        let uniform = first > 0
+            && bufs
+                .iter()
+                .enumerate()
+                .all(|(i, b)| b.len() == first || (i == last && !b.is_empty() && b.len() < first));
+        if self.path == SendPath::Gso && bufs.len() > 1 && uniform {
+            if let Ok(seg16) = u16::try_from(first) {
+                match self.send_gso_vectored(addr.as_ref(), bufs, first, seg16) {
+                    Ok(n) => return Ok(n),
+                    Err(e) if gso_refusal(&e) => {
+                        self.stats.gso_refused += 1;
+                        self.path = self.fallback();
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        let mut sent = 0;
+        for chunk in bufs.chunks(MAX_BATCH) {
+            let mut raw: [(Option<&RawAddr>, &[u8]); MAX_BATCH] = [(None, &[]); MAX_BATCH];
+            for (r, b) in raw.iter_mut().zip(chunk) {
+                *r = (addr.as_ref(), b);
+            }
+            match self.send_raw(&raw[..chunk.len()]) {
+                Ok(k) => {
+                    sent += k;
+                    if k < chunk.len() {
+                        break;
+                    }
+                }
+                Err(_) if sent > 0 => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(sent)
+    }
+
     /// GSO sends of `buf` in runs of at most [`MAX_BATCH`] segments and
     /// [`MAX_GSO_BYTES`] bytes.
     fn send_gso_runs(
@@ -105,42 +153,78 @@ impl UdpIo {
         seg16: u16,
     ) -> io::Result<usize> {
         let per_call = (MAX_GSO_BYTES / segment).clamp(1, MAX_BATCH);
-        let fd = self.sock.as_raw_fd();
         let mut sent = 0;
         for run in buf.chunks(segment * per_call) {
-            self.stats.send_calls += 1;
-            let r = if run.len() > segment {
-                sys::send_gso(fd, addr, run, seg16)
-            } else {
-                single(&self.sock, addr, run)
-            };
-            match r {
-                Ok(_) => {
-                    let n = run.len().div_ceil(segment);
-                    sent += n;
-                    self.stats.datagrams_sent += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                    // Nothing went; try this run again by the next call.
-                    break;
-                }
-                Err(e) if sent > 0 && !gso_refusal(&e) => break,
-                Err(e) => {
-                    if sent > 0 {
-                        // A refusal after some went: report what went; the
-                        // rest goes by the fallback on the next call.
-                        self.stats.gso_refused += 1;
-                        self.path = SendPath::Mmsg;
-                        break;
-                    }
-                    return Err(e);
-                }
+            match self.gso_call(addr, &[run], run.len().div_ceil(segment), seg16, sent)? {
+                Some(n) => sent += n,
+                None => break,
             }
         }
         if sent == 0 {
             return Err(io::ErrorKind::Interrupted.into());
         }
         Ok(sent)
+    }
+
+    /// GSO sends of `bufs` (one datagram each, all of `segment` bytes but
+    /// the last) in runs as [`UdpIo::send_gso_runs`] makes them.
+    fn send_gso_vectored(
+        &mut self,
+        addr: Option<&RawAddr>,
+        bufs: &[&[u8]],
+        segment: usize,
+        seg16: u16,
+    ) -> io::Result<usize> {
+        let per_call = (MAX_GSO_BYTES / segment).clamp(1, MAX_BATCH);
+        let mut sent = 0;
+        for run in bufs.chunks(per_call) {
+            match self.gso_call(addr, run, run.len(), seg16, sent)? {
+                Some(n) => sent += n,
+                None => break,
+            }
+        }
+        if sent == 0 {
+            return Err(io::ErrorKind::Interrupted.into());
+        }
+        Ok(sent)
+    }
+
+    /// One GSO call of `count` datagrams laid out in `iov`, after `before`
+    /// went in this batch: `Some(count)` when it went, `None` to stop the
+    /// batch here (what went is reported), or the error when nothing went.
+    fn gso_call(
+        &mut self,
+        addr: Option<&RawAddr>,
+        iov: &[&[u8]],
+        count: usize,
+        seg16: u16,
+        before: usize,
+    ) -> io::Result<Option<usize>> {
+        self.stats.send_calls += 1;
+        let r = if count > 1 {
+            sys::send_gso(self.sock.as_raw_fd(), addr, iov, seg16)
+        } else {
+            single(&self.sock, addr, iov.first().copied().unwrap_or_default())
+        };
+        match r {
+            Ok(_) => {
+                self.stats.datagrams_sent += count as u64;
+                Ok(Some(count))
+            }
+            // Nothing went; this run goes again by the next call.
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(None),
+            Err(e) if before > 0 && !gso_refusal(&e) => Ok(None),
+            Err(e) => {
+                if before > 0 {
+                    // A refusal after some went: report what went; the
+                    // rest goes by the fallback on the next call.
+                    self.stats.gso_refused += 1;
+                    self.path = self.fallback();
+                    return Ok(None);
+                }
+                Err(e)
+            }
+        }
     }
 
     /// One batch of at most [`MAX_BATCH`] datagrams by `sendmmsg` or one

@@ -120,7 +120,12 @@ pub(crate) fn gso_known(fd: RawFd) -> bool {
 
 /// Ask for GRO on receive (Linux 5.0+); whether the kernel accepted.
 pub(crate) fn enable_gro(fd: RawFd) -> bool {
-    let on: libc::c_int = 1;
+    set_gro(fd, true)
+}
+
+/// Turn GRO on or off; whether the kernel accepted.
+pub(crate) fn set_gro(fd: RawFd, on: bool) -> bool {
+    let on: libc::c_int = on.into();
     // SAFETY: the kernel reads `size_of::<c_int>()` bytes from `on`.
     let r = unsafe {
         libc::setsockopt(
@@ -140,18 +145,25 @@ pub(crate) fn enable_gro(fd: RawFd) -> bool {
 #[derive(Clone, Copy)]
 struct Cmsg([u8; 32]);
 
-/// One `sendmsg` of `buf` cut by the kernel into datagrams of `segment`
-/// bytes (UDP GSO); `dst` for an unconnected socket.
+/// One `sendmsg` of the buffers of `bufs` (at most 64) laid end to end
+/// and cut by the kernel into datagrams of `segment` bytes (UDP GSO);
+/// `dst` for an unconnected socket.
 pub(crate) fn send_gso(
     fd: RawFd,
     dst: Option<&RawAddr>,
-    buf: &[u8],
+    bufs: &[&[u8]],
     segment: u16,
 ) -> io::Result<usize> {
-    let mut iov = libc::iovec {
-        iov_base: buf.as_ptr().cast_mut().cast(),
-        iov_len: buf.len(),
-    };
+    const MAX: usize = 64;
+    // SAFETY: iovec is plain old data.
+    let mut iovs: [libc::iovec; MAX] = unsafe { zeroed() };
+    let n = bufs.len().min(MAX);
+    for (iov, b) in iovs.iter_mut().zip(bufs.iter().take(n)) {
+        *iov = libc::iovec {
+            iov_base: b.as_ptr().cast_mut().cast(),
+            iov_len: b.len(),
+        };
+    }
     let mut cmsg = Cmsg([0; 32]);
     // SAFETY: msghdr is plain old data.
     let mut msg: libc::msghdr = unsafe { zeroed() };
@@ -159,8 +171,8 @@ pub(crate) fn send_gso(
         msg.msg_name = (&raw const a.storage).cast_mut().cast();
         msg.msg_namelen = a.len;
     }
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
+    msg.msg_iov = iovs.as_mut_ptr();
+    msg.msg_iovlen = n;
     msg.msg_control = (&raw mut cmsg).cast();
     // SAFETY: CMSG_SPACE only computes a size.
     msg.msg_controllen = unsafe { libc::CMSG_SPACE(size_of::<u16>() as u32) } as usize;
@@ -174,7 +186,7 @@ pub(crate) fn send_gso(
         std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), segment);
     }
     // SAFETY: every pointer in `msg` refers to memory live for the call:
-    // `buf`, `iov`, `cmsg` and `dst`.
+    // the first `n` buffers of `bufs`, `iovs`, `cmsg` and `dst`.
     cvt(unsafe { libc::sendmsg(fd, &raw const msg, 0) })
 }
 

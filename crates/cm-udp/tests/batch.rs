@@ -162,6 +162,83 @@ fn a_gso_send_the_kernel_refuses_goes_by_sendmmsg_and_gso_stays_off() {
     assert_eq!(tx.stats().gso_refused, 1);
 }
 
+/// `payload(n, last)` cut into one buffer per datagram.
+fn pieces(buf: &[u8]) -> Vec<&[u8]> {
+    buf.chunks(SEG).collect()
+}
+
+#[test]
+fn separate_buffers_of_one_size_go_as_one_gso_send_with_their_boundaries() {
+    let (mut tx, mut rx, _) = pair(Offload::ALL, Offload::ALL);
+    let buf = payload(40, 300);
+    assert_eq!(tx.send_datagrams(None, &pieces(&buf)).unwrap(), 40);
+    assert_eq!(tx.stats().send_calls, 1, "one iovec per datagram, one call");
+    check(&drain(&mut rx, 40), 40, 300);
+    // Mixed sizes cannot be one GSO run: sendmmsg, in order.
+    let mixed: Vec<Vec<u8>> = (0..5u8)
+        .map(|i| vec![i; 100 + usize::from(i) * 10])
+        .collect();
+    let refs: Vec<&[u8]> = mixed.iter().map(Vec::as_slice).collect();
+    assert_eq!(tx.send_datagrams(None, &refs).unwrap(), 5);
+    assert_eq!(tx.stats().send_calls, 2);
+    assert_eq!(drain(&mut rx, 5), mixed);
+    assert_eq!(
+        tx.send_path(),
+        SendPath::Gso,
+        "mixed sizes are not a refusal"
+    );
+}
+
+#[test]
+fn separate_buffers_the_kernel_refuses_to_segment_go_by_sendmmsg() {
+    let (mut tx, mut rx, _) = pair(Offload::ALL, Offload::ALL);
+    let one: libc::c_int = 1;
+    // SAFETY: the kernel reads one c_int from `one` (SO_NO_CHECK: see above).
+    let r = unsafe {
+        libc::setsockopt(
+            tx.socket().as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_NO_CHECK,
+            (&raw const one).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0);
+    let buf = payload(30, SEG);
+    assert_eq!(tx.send_datagrams(None, &pieces(&buf)).unwrap(), 30);
+    assert_eq!(tx.stats().gso_refused, 1);
+    assert_eq!(tx.send_path(), SendPath::Mmsg);
+    check(&drain(&mut rx, 30), 30, SEG);
+}
+
+#[test]
+fn restricting_a_socket_turns_paths_off_and_never_on() {
+    let (mut tx, mut rx, _) = pair(Offload::ALL, Offload::ALL);
+    tx.restrict(Offload {
+        gso: false,
+        ..Offload::ALL
+    });
+    assert_eq!(tx.send_path(), SendPath::Mmsg);
+    let buf = payload(10, SEG);
+    assert_eq!(tx.send_datagrams(None, &pieces(&buf)).unwrap(), 10);
+    assert_eq!(tx.stats().send_calls, 1, "one sendmmsg");
+    rx.restrict(Offload {
+        gro: false,
+        ..Offload::ALL
+    });
+    assert!(!rx.gro());
+    let got = drain(&mut rx, 10);
+    check(&got, 10, SEG);
+    assert_eq!(rx.stats().gro_buffers, 0, "GRO is off");
+    tx.restrict(Offload::NONE);
+    assert_eq!(tx.send_path(), SendPath::Single);
+    tx.restrict(Offload::ALL);
+    assert_eq!(tx.send_path(), SendPath::Single, "never turned back on");
+    assert_eq!(tx.send_datagrams(None, &pieces(&buf)).unwrap(), 10);
+    assert_eq!(tx.stats().send_calls, 11, "then one call per datagram");
+    check(&drain(&mut rx, 10), 10, SEG);
+}
+
 /// A batch whose third datagram the kernel refuses (port 0 is EINVAL):
 /// `sendmmsg` returns 2, the caller's retry from there gets the error, and
 /// the rest go on the next call.

@@ -99,7 +99,9 @@ struct SendArgs {
     /// Linux TCP congestion control (reno, cubic, ...).
     #[arg(long, default_value = "reno")]
     cc: String,
-    /// TCP/CM: which CM (CC-UDP always has an embedded one).
+    /// Which CM. TCP/CM: auto uses the daemon if one listens. CC-UDP:
+    /// auto is an embedded CM of the transfer's own unless --cm-socket is
+    /// given.
     #[arg(long, value_enum, default_value_t = CmMode::Auto)]
     cm: CmMode,
     #[command(flatten)]
@@ -110,6 +112,14 @@ struct SendArgs {
     /// TCP/CM: use SACK (RFC 2018 / RFC 6675; the receiver follows the SYN).
     #[arg(long)]
     sack: bool,
+    /// CC-UDP: payload bytes per datagram (default: the most the CM's MTU
+    /// leaves, 1456).
+    #[arg(long, value_name = "BYTES")]
+    payload: Option<usize>,
+    /// UDP batching not to use (TCP/CM and CC-UDP), as CM_UDP_OFFLOAD:
+    /// a comma-separated list of no-gso, no-gro, no-mmsg, or none.
+    #[arg(long, value_name = "WORDS")]
+    udp_offload: Option<String>,
 }
 
 /// Run `cm ttcp`.
@@ -177,8 +187,11 @@ fn send(a: &SendArgs) -> Result<()> {
         .ok_or_else(|| anyhow!("{:?} resolves to no address", a.dst))?;
     let t = transport(a.transport, &a.cc);
     let mut cm = match (a.transport, a.cm) {
-        // CC-UDP transfers make their own embedded CM.
-        (Kind::Tcp | Kind::Ccudp, _) => None,
+        (Kind::Tcp, _) => None,
+        // CC-UDP makes its own embedded CM unless a daemon is asked for.
+        (Kind::Ccudp, CmMode::Daemon) => Some(a.daemon.connect()?),
+        (Kind::Ccudp, CmMode::Auto) if a.daemon.socket.is_some() => Some(a.daemon.connect()?),
+        (Kind::Ccudp, _) => None,
         (Kind::Tcpcm, CmMode::Embedded) => Some(Cm::embedded(cm_config())?),
         (Kind::Tcpcm, CmMode::Daemon) => Some(a.daemon.connect()?),
         (Kind::Tcpcm, CmMode::Auto) => Some(match &a.daemon.socket {
@@ -196,6 +209,8 @@ fn send(a: &SendArgs) -> Result<()> {
     let mut spec = SendSpec::new(dst, bytes, t.clone());
     spec.file = a.file.clone();
     spec.sack = a.sack;
+    spec.payload = a.payload;
+    spec.udp_offload = a.udp_offload.clone();
     let spec = spec.progress(if a.json {
         Duration::from_millis(100)
     } else {

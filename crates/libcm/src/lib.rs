@@ -109,6 +109,7 @@ pub use cm_core::{
 };
 pub use cm_ipc::ErrorCode;
 pub use cm_ipc::default_socket_path;
+pub use cm_udp::Offload;
 pub use error::CmError;
 pub use event::{CmEvent, Status};
 pub use send_queue::DEFAULT_QUEUE_BYTES;

@@ -24,8 +24,6 @@ pub(crate) struct SendQueue {
     /// The socket, with batched sends (cm-udp: GSO, else `sendmmsg`).
     io: UdpIo,
     dst: SocketAddr,
-    /// Datagrams of one grant laid back to back for a GSO send.
-    scratch: Vec<u8>,
     /// The socket is connected to `dst`: `send`, not `send_to` (the kernel
     /// then reuses the connected route instead of looking one up per
     /// datagram).
@@ -36,7 +34,8 @@ pub(crate) struct SendQueue {
     spare: Vec<Vec<u8>>,
     queued_bytes: usize,
     limit: usize,
-    /// Requests outstanding at the CM (one per queued datagram).
+    /// MTUs requested from the CM and not granted yet (one per queued
+    /// datagram once [`SendQueue::take_unrequested`] counted it).
     requested: usize,
     /// Datagrams sent so far.
     sent: u64,
@@ -61,7 +60,6 @@ impl SendQueue {
                 },
             )?,
             dst,
-            scratch: Vec::new(),
             connected,
             queue: VecDeque::new(),
             spare: Vec::new(),
@@ -73,20 +71,27 @@ impl SendQueue {
         })
     }
 
-    /// Queue one datagram, counting the request the caller makes for it.
-    /// False (nothing queued) when it would pass the limit of a non-empty
-    /// queue.
-    pub(crate) fn push(&mut self, data: &[u8]) -> bool {
-        if self.queued_bytes + data.len() > self.limit && !self.queue.is_empty() {
+    /// Queue one datagram of `len` bytes that `fill` appends to an empty
+    /// buffer (built in place: no copy of its own). False (nothing queued)
+    /// when it would pass the limit of a non-empty queue.
+    pub(crate) fn push_with(&mut self, len: usize, fill: impl FnOnce(&mut Vec<u8>)) -> bool {
+        if self.queued_bytes + len > self.limit && !self.queue.is_empty() {
             return false;
         }
         let mut buf = self.spare.pop().unwrap_or_default();
         buf.clear();
-        buf.extend_from_slice(data);
+        fill(&mut buf);
+        self.queued_bytes += buf.len();
         self.queue.push_back(buf);
-        self.queued_bytes += data.len();
-        self.requested += 1;
         true
+    }
+
+    /// Queued datagrams the CM has no request for yet, now counted as
+    /// requested: the caller asks for that many MTUs.
+    pub(crate) fn take_unrequested(&mut self) -> usize {
+        let k = self.queue.len().saturating_sub(self.requested);
+        self.requested += k;
+        k
     }
 
     /// Bytes queued and not yet sent.
@@ -97,6 +102,11 @@ impl SendQueue {
     /// Datagrams sent so far.
     pub(crate) fn sent(&self) -> u64 {
         self.sent
+    }
+
+    /// Turn off the batching paths `offload` rules out.
+    pub(crate) fn restrict(&mut self, offload: Offload) {
+        self.io.restrict(offload);
     }
 
     /// Set the limit on queued bytes (at least 1).
@@ -114,9 +124,9 @@ impl SendQueue {
 
     /// Answer a grant of `bytes` (of `mtu`-sized requests): send the head
     /// datagrams that fit, in as few system calls as the socket allows.
-    /// Returns the bytes sent (for `cm_notify`) and how many requests to
-    /// make so that one stays outstanding per queued datagram.
-    pub(crate) fn serve(&mut self, bytes: u64, mtu: u64) -> (u64, usize) {
+    /// Returns the bytes sent (for `cm_notify`); what stays queued is asked
+    /// for again by [`SendQueue::take_unrequested`].
+    pub(crate) fn serve(&mut self, bytes: u64, mtu: u64) -> u64 {
         // The core may answer several one-MTU requests with one grant.
         let answered = usize::try_from((bytes / mtu).max(1)).unwrap_or(usize::MAX);
         self.requested = self.requested.saturating_sub(answered);
@@ -167,39 +177,19 @@ impl SendQueue {
                 break;
             }
         }
-        // Keep one request outstanding per queued datagram.
-        let missing = self.queue.len().saturating_sub(self.requested);
-        self.requested += missing;
-        (sent as u64, missing)
+        sent as u64
     }
 
-    /// Send the first `n` queued datagrams: one GSO call when they are of
-    /// one size (the last may be shorter), else `sendmmsg`. How many went.
+    /// Send the first `n` queued datagrams, each from its own buffer: one
+    /// GSO call when they are of one size (the last may be shorter), else
+    /// `sendmmsg` (cm-udp decides). How many went.
     fn send_head(&mut self, n: usize) -> std::io::Result<usize> {
         let dst = (!self.connected).then_some(self.dst);
-        let Some(first) = self.queue.front().map(Vec::len) else {
-            return Ok(0);
-        };
-        let uniform = first > 0
-            && self
-                .queue
-                .iter()
-                .take(n)
-                .enumerate()
-                .all(|(i, d)| d.len() == first || (i + 1 == n && d.len() < first));
-        if n > 1 && uniform {
-            self.scratch.clear();
-            for d in self.queue.iter().take(n) {
-                self.scratch.extend_from_slice(d);
-            }
-            return self.io.send_segments(dst, &self.scratch, first);
+        let mut bufs: [&[u8]; MAX_BATCH] = [&[]; MAX_BATCH];
+        let n = n.min(MAX_BATCH);
+        for (b, d) in bufs.iter_mut().zip(self.queue.iter().take(n)) {
+            *b = d;
         }
-        let msgs: Vec<(Option<SocketAddr>, &[u8])> = self
-            .queue
-            .iter()
-            .take(n)
-            .map(|d| (dst, d.as_slice()))
-            .collect();
-        self.io.send_each(&msgs)
+        self.io.send_datagrams(dst, &bufs[..n])
     }
 }

@@ -269,6 +269,51 @@ both_modes!(buffered_send_delivers_everything, |h: &common::Harness| {
     assert!(matches!(cm.send(plain, b"x"), Err(CmError::NotBuffered(_))));
 });
 
+both_modes!(buffered_batch_delivers_in_order, |h: &common::Harness| {
+    let mut cm = h.cm();
+    let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let f = cm.open_buffered(tx, rx.local_addr().unwrap()).unwrap();
+    // An oversized datagram anywhere refuses the whole batch.
+    let big = vec![0u8; 5000];
+    let small = [1u8; 10];
+    assert!(matches!(
+        cm.send_batch(f, &[&small, &big]),
+        Err(CmError::Invalid(_))
+    ));
+    assert_eq!(cm.backlog(f).unwrap(), 0, "nothing queued");
+    // A queue of 10 datagrams' room takes the first 10 of 30.
+    cm.set_queue_limit(f, 10 * 1000).unwrap();
+    let data: Vec<Vec<u8>> = (0..30u8).map(|i| vec![i; 1000]).collect();
+    let refs: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
+    let mut queued = 0;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 2048];
+    rx.set_nonblocking(true).unwrap();
+    let deadline = std::time::Instant::now() + StdDuration::from_secs(10);
+    while got.len() < 30 && std::time::Instant::now() < deadline {
+        if queued < 30 {
+            match cm.send_batch(f, &refs[queued..]) {
+                Ok(k) => {
+                    assert!(k <= 10, "at most the queue's room: {k}");
+                    queued += k;
+                }
+                Err(CmError::QueueFull(_)) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        cm.dispatch().unwrap();
+        while let Ok(len) = rx.recv(&mut buf) {
+            got.push(buf[0]);
+            cm.update(f, Feedback::acked(len as u64, Duration::from_millis(1)))
+                .unwrap();
+        }
+        cm.wait(Some(StdDuration::from_millis(5))).unwrap();
+    }
+    assert_eq!(got, (0..30u8).collect::<Vec<_>>(), "all, in order");
+    assert_eq!(cm.buffered_sent(f).unwrap(), 30);
+});
+
 both_modes!(pollable_descriptor, |h: &common::Harness| {
     use rustix::event::{PollFd, PollFlags, poll};
     let mut cm = h.cm();

@@ -28,10 +28,14 @@
 //! acknowledged datagrams × payload, if its report never arrives). The
 //! receiver's own summary counts from its first arrival to its last.
 //!
-//! **The CM.** Each transfer has an embedded [`libcm::Cm`] of its own with
-//! [`ccudp_config`] (MTU 1472: a datagram with its 16-byte header fills one
-//! 1500-byte IP packet); a `CcUdpSocket` needs a shared `Rc<RefCell<Cm>>`,
-//! so the caller's CM is not used.
+//! **The CM.** A lone transfer uses the caller's [`libcm::Cm`] if it is
+//! given one (a daemon's, say), lending it to its `CcUdpSocket` (which
+//! shares its CM as `Rc<RefCell<Cm>>`) and handing it back afterwards;
+//! otherwise, and for CC-UDP transfers started among several (each on a
+//! thread of its own, and a `Cm` is not `Send`), it makes an embedded CM
+//! with [`ccudp_config`] (MTU 1472: a datagram with its 16-byte header
+//! fills one 1500-byte IP packet). [`crate::SendSpec::payload`] makes
+//! datagrams smaller.
 
 pub(crate) mod control;
 pub(crate) mod receiver;

@@ -125,21 +125,32 @@ impl Xfer {
     /// Everything waiting on the socket; replaces the socket once when
     /// `restart_after` bytes have arrived.
     fn read(&mut self, cm: &SharedCm, o: &CcUdpReceiverOptions, buf: &mut [u8]) -> Result<()> {
+        // The clock is read for the first datagram, every
+        // `CLOCK_EVERY`th and when the socket is drained, not per datagram.
+        const CLOCK_EVERY: u64 = 64;
+        let mut unstamped = false;
         loop {
             let Some(s) = self.sock.as_mut() else {
                 return Ok(());
             };
             match s.recv(buf) {
                 Ok(n) => {
-                    let now = Instant::now();
-                    self.first.get_or_insert(now);
-                    self.last = Some(now);
-                    self.heard = now;
+                    if self.first.is_none() || self.datagrams % CLOCK_EVERY == 0 {
+                        self.stamp(Instant::now());
+                        unstamped = false;
+                    } else {
+                        unstamped = true;
+                    }
                     self.sink.write(self.bytes, buf.get(..n).unwrap_or(&[]))?;
                     self.bytes += n as u64;
                     self.datagrams += 1;
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    if unstamped {
+                        self.stamp(Instant::now());
+                    }
+                    return Ok(());
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(TtcpError::io("receive", e)),
             }
@@ -147,6 +158,13 @@ impl Xfer {
                 self.restart(cm, o)?;
             }
         }
+    }
+
+    /// A datagram arrived at about `now`.
+    fn stamp(&mut self, now: Instant) {
+        self.first.get_or_insert(now);
+        self.last = Some(now);
+        self.heard = now;
     }
 
     /// Drop the receiving socket's CM and receiver-CM state, as a restarted

@@ -269,16 +269,40 @@ impl Tracker<'_> {
 /// Payloads handed to the socket per `send_batch` (one GSO run).
 const BATCH: usize = cm_udp::MAX_BATCH;
 
-/// One CC-UDP transfer on the calling thread (its own embedded CM).
+/// One CC-UDP transfer on the calling thread, with `cm` (e.g. a daemon's)
+/// or, if `None`, an embedded CM of its own with [`ccudp_config`].
 pub(crate) fn send(
     spec: &SendSpec,
     index: usize,
     observer: Option<Observer<'_>>,
+    cm: Option<&mut Cm>,
+) -> Result<Summary> {
+    let Some(cm) = cm else {
+        let own: SharedCm = Rc::new(RefCell::new(Cm::embedded(ccudp_config())?));
+        return transfer(spec, index, observer, &own);
+    };
+    // The socket shares its CM (`Rc<RefCell<Cm>>`): lend the caller's to
+    // it for the transfer and take it back afterwards.
+    let lent = std::mem::replace(cm, Cm::embedded(ccudp_config())?);
+    let shared: SharedCm = Rc::new(RefCell::new(lent));
+    let r = transfer(spec, index, observer, &shared);
+    match Rc::try_unwrap(shared) {
+        Ok(c) => *cm = c.into_inner(),
+        Err(_) => return Err(TtcpError::Invalid("the CM is still shared".into())),
+    }
+    r
+}
+
+/// The transfer itself, on `cm`.
+fn transfer(
+    spec: &SendSpec,
+    index: usize,
+    observer: Option<Observer<'_>>,
+    cm: &SharedCm,
 ) -> Result<Summary> {
     let cpu0 = cm_clock::thread_cpu();
-    let cm: SharedCm = Rc::new(RefCell::new(Cm::embedded(ccudp_config())?));
     let bind = spec.bind.unwrap_or_else(|| unspecified(spec.dst));
-    let mut sock = CcUdpSocket::bind(&cm, bind).map_err(io("bind data socket"))?;
+    let mut sock = CcUdpSocket::bind(cm, bind).map_err(io("bind data socket"))?;
     let local = sock.local_addr().map_err(io("local address"))?;
     big_buffers(&sock, SOCKET_BUFFER);
     let ctl = UdpSocket::bind(SocketAddr::new(bind.ip(), 0)).map_err(io("bind control socket"))?;
@@ -290,10 +314,21 @@ pub(crate) fn send(
         .map_err(io("connect data socket"))?;
     sock.set_write_timeout(Some(WRITE_WAIT))
         .map_err(io("write timeout"))?;
-    let payload = sock.max_payload().map_err(io("max payload"))?;
-    if payload == 0 {
+    sock.restrict_offload(spec.offload()?)
+        .map_err(io("UDP offload"))?;
+    let max = sock.max_payload().map_err(io("max payload"))?;
+    if max == 0 {
         return Err(TtcpError::Invalid("the CM's MTU leaves no payload".into()));
     }
+    let payload = match spec.payload {
+        Some(p) if p > max => {
+            return Err(TtcpError::Invalid(format!(
+                "a payload of {p} bytes is over the {max} the CM's MTU leaves"
+            )));
+        }
+        Some(p) => p,
+        None => max,
+    };
     let source = Source::open(spec.file.as_deref())?;
     // Payloads go to the socket a GSO run at a time (`send_batch`).
     let mut buf = vec![0u8; payload * BATCH];
@@ -344,7 +379,7 @@ pub(crate) fn send(
         loop {
             sock.drive().map_err(io("drive"))?;
             tr.tick(&sock, spec.dst, spec.bytes, queued)?;
-            if resolved(&sock, &cm) {
+            if resolved(&sock, cm) {
                 drained = true;
                 break;
             }

@@ -210,7 +210,7 @@ impl Engine<'_, '_> {
         let source = Source::open(spec.file.as_deref())?;
         let sock = connected_udp(spec.dst, spec.bind)?;
         // ACKs are small and of mixed sizes: batched receives, no GRO.
-        let offload = Offload::from_env().map_err(|e| TtcpError::Invalid(e.to_string()))?;
+        let offload = spec.offload()?;
         let io = UdpIo::with_offload(
             sock,
             Offload {
@@ -320,18 +320,35 @@ impl Engine<'_, '_> {
         while let Some(seg) = c.tcp.poll_transmit(now) {
             transmit(c, &seg)?;
         }
+        // The feedback of one receive batch (consecutive updates without
+        // loss) goes to the CM as one `cm_update` (`Feedback::absorb`).
+        let mut folded: Option<cm_core::Feedback> = None;
         while let Some(call) = c.tcp.poll_cm() {
-            let r = match call {
-                CmCall::Request => self.cm.request(c.flow),
-                CmCall::RequestMtus(k) => self.cm.request_mtus(c.flow, k),
-                CmCall::Notify(n) => self.cm.notify(c.flow, n.get()),
-                CmCall::Update(fb) => self.cm.update(c.flow, fb),
+            let call = match call {
+                CmCall::Update(fb) => match &mut folded {
+                    Some(p) => {
+                        if p.absorb(&fb) {
+                            continue;
+                        }
+                        CmCall::Update(std::mem::replace(p, fb))
+                    }
+                    None => {
+                        folded = Some(fb);
+                        continue;
+                    }
+                },
+                other => match folded.take() {
+                    Some(p) => {
+                        call_cm(self.cm, c, CmCall::Update(p))?;
+                        other
+                    }
+                    None => other,
+                },
             };
-            match r {
-                Ok(()) => {}
-                Err(e @ (CmError::Disconnected | CmError::Io(_))) => return Err(e.into()),
-                Err(_) => c.detail.cm_errors += 1,
-            }
+            call_cm(self.cm, c, call)?;
+        }
+        if let Some(p) = folded {
+            call_cm(self.cm, c, CmCall::Update(p))?;
         }
         Ok(())
     }
@@ -539,5 +556,24 @@ impl Engine<'_, '_> {
             let _ = self.cm.close(c.flow);
         }
         self.results.push((index, Err(e)));
+    }
+}
+
+/// One of the connection's CM calls; an error the CM returns for the call
+/// is counted, a lost daemon or an I/O error ends the loop.
+fn call_cm(cm: &mut Cm, c: &mut Conn, call: CmCall) -> Result<()> {
+    let r = match call {
+        CmCall::Request => cm.request(c.flow),
+        CmCall::RequestMtus(k) => cm.request_mtus(c.flow, k),
+        CmCall::Notify(n) => cm.notify(c.flow, n.get()),
+        CmCall::Update(fb) => cm.update(c.flow, fb),
+    };
+    match r {
+        Ok(()) => Ok(()),
+        Err(e @ (CmError::Disconnected | CmError::Io(_))) => Err(e.into()),
+        Err(_) => {
+            c.detail.cm_errors += 1;
+            Ok(())
+        }
     }
 }

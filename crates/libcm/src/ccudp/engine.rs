@@ -85,11 +85,12 @@ impl CcUdpSocket {
             return Ok(());
         };
         for r in reports {
-            cm.update(flow, r.feedback).map_err(cm_err)?;
+            self.feedback(cm, r.feedback)?;
             if let Some(h) = r.hint.filter(|h| h.weight > 0) {
                 cm.set_weight(flow, u32::from(h.weight)).map_err(cm_err)?;
             }
         }
+        self.flush_feedback(cm)?;
         if let Some(lag) = self.proto.lag_change() {
             cm.set_feedback_lag(flow, lag).map_err(cm_err)?;
         }
@@ -97,6 +98,35 @@ impl CcUdpSocket {
             cm.set_peer(flow, Some(p)).map_err(cm_err)?;
         }
         Ok(())
+    }
+
+    /// Feedback for the flow, folded with the rest of the receive batch's
+    /// into one `cm_update` (`Feedback::absorb`: losses go on their own).
+    fn feedback(&mut self, cm: &mut Cm, fb: cm_core::Feedback) -> io::Result<()> {
+        if let Some(p) = &mut self.folded {
+            if p.absorb(&fb) {
+                return Ok(());
+            }
+        }
+        match self.folded.replace(fb) {
+            Some(p) => self.report(cm, p),
+            None => Ok(()),
+        }
+    }
+
+    /// Send the folded feedback to the CM.
+    pub(super) fn flush_feedback(&mut self, cm: &mut Cm) -> io::Result<()> {
+        match self.folded.take() {
+            Some(fb) => self.report(cm, fb),
+            None => Ok(()),
+        }
+    }
+
+    fn report(&mut self, cm: &mut Cm, fb: cm_core::Feedback) -> io::Result<()> {
+        match &self.peer {
+            Some(p) => cm.update(p.flow, fb).map_err(cm_err),
+            None => Ok(()),
+        }
     }
 
     /// Tell the accounting which queued datagrams left the socket, and when.
@@ -134,7 +164,9 @@ impl CcUdpSocket {
         };
         let r = self.read_batches(cm, &mut batch);
         self.rbatch = Some(batch);
+        let flushed = self.flush_feedback(cm);
         r?;
+        flushed?;
         let now = cm_clock::now();
         self.send_ack(now);
         Ok(())
@@ -186,12 +218,10 @@ impl CcUdpSocket {
                     }
                 }
                 Inbound::Data(off) => {
-                    if self.inbox.len() >= self.inbox_limit {
-                        self.stats.recv_queue_drops += 1;
-                    } else {
-                        self.inbox
-                            .push_back(data.get(off..).unwrap_or(&[]).to_vec());
+                    if self.inbox.push(data.get(off..).unwrap_or(&[])) {
                         self.stats.received += 1;
+                    } else {
+                        self.stats.recv_queue_drops += 1;
                     }
                 }
             }
@@ -209,16 +239,15 @@ impl CcUdpSocket {
                     return Ok(());
                 }
                 if let Some(fb) = p.acct.on_ack(now, &ack) {
-                    cm.update(p.flow, fb).map_err(cm_err)?;
+                    self.feedback(cm, fb)?;
                 }
             }
             Ok(Packet::Data { header, payload }) => {
-                if self.inbox.len() >= self.inbox_limit {
+                if self.inbox.is_full() {
                     self.stats.recv_queue_drops += 1;
                     return Ok(());
                 }
-                if self.rx.on_data(&header, n, now) == Arrival::New {
-                    self.inbox.push_back(payload.to_vec());
+                if self.rx.on_data(&header, n, now) == Arrival::New && self.inbox.push(payload) {
                     self.stats.received += 1;
                 }
                 if self.rx.ack_due() {

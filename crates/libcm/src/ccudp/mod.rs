@@ -84,7 +84,9 @@
 //! ```
 
 mod engine;
+mod inbox;
 mod proto;
+mod send;
 mod socket;
 
 pub use cm_transport::ccudp::{feedback, receiver, wire};

@@ -2,7 +2,6 @@
 //! whose acknowledgements feed `cm_update` (cm-implementation-linux §3.3).
 
 use std::cell::{RefCell, RefMut};
-use std::collections::VecDeque;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
@@ -13,9 +12,10 @@ use cm_core::{FlowId, PathEstimate};
 use cm_udp::{RecvBatch, UdpIo};
 
 use super::feedback::Accounting;
+use super::inbox::Inbox;
 use super::proto::{Proto, ProtoStats};
 use super::receiver::AckState;
-use super::wire::{self, DATA_HEADER_LEN, DataHeader};
+use super::wire::DATA_HEADER_LEN;
 use crate::{Cm, CmError};
 
 /// A [`Cm`] shared by the sockets and flows of one thread.
@@ -92,18 +92,18 @@ pub struct CcUdpSocket {
     pub(super) read_timeout: Option<StdDuration>,
     pub(super) write_timeout: Option<StdDuration>,
     pub(super) rx: AckState,
-    pub(super) inbox: VecDeque<Vec<u8>>,
-    pub(super) inbox_limit: usize,
+    pub(super) inbox: Inbox,
     pub(super) stats: CcUdpStats,
     /// The socket again (a duplicate descriptor), for batched reads.
     pub(super) rio: UdpIo,
     /// Buffers of batched reads (taken while a batch is handled).
     pub(super) rbatch: Option<RecvBatch>,
-    pub(super) pkt: Vec<u8>,
     /// The CM protocol: prober (sending) and receiver CM (receiving).
     pub(super) proto: Proto,
     /// Queued datagrams that have left the socket so far.
     pub(super) departed: u64,
+    /// Feedback of the receive batch being read, for one `cm_update`.
+    pub(super) folded: Option<cm_core::Feedback>,
 }
 
 pub(super) fn cm_err(e: CmError) -> io::Error {
@@ -115,18 +115,18 @@ pub(super) fn cm_err(e: CmError) -> io::Error {
 }
 
 /// The largest payload a flow's MTU leaves room for.
-fn payload_limit(cm: &mut Cm, flow: FlowId) -> io::Result<usize> {
+pub(super) fn payload_limit(cm: &mut Cm, flow: FlowId) -> io::Result<usize> {
     Ok((cm.mtu(flow).map_err(cm_err)? as usize).saturating_sub(DATA_HEADER_LEN))
 }
 
-fn oversized(len: usize, max: usize) -> io::Error {
+pub(super) fn oversized(len: usize, max: usize) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
         format!("payload of {len} bytes over the {max}-byte limit"),
     )
 }
 
-fn not_connected() -> io::Error {
+pub(super) fn not_connected() -> io::Error {
     io::Error::new(io::ErrorKind::NotConnected, "CcUdpSocket is not connected")
 }
 
@@ -156,16 +156,15 @@ impl CcUdpSocket {
             read_timeout: None,
             write_timeout: None,
             rx: AckState::default(),
-            inbox: VecDeque::new(),
-            inbox_limit: DEFAULT_RECV_QUEUE,
+            inbox: Inbox::new(DEFAULT_RECV_QUEUE),
             stats: CcUdpStats::default(),
             rio,
             // Room for the largest UDP datagram, as the single 64 KiB
             // buffer before batching had (GRO needs as much anyway).
             rbatch: Some(RecvBatch::new(RECV_SLOTS, 65_536)),
-            pkt: Vec::new(),
             proto: Proto::new(random_secret()),
             departed: 0,
+            folded: None,
         })
     }
 
@@ -206,6 +205,7 @@ impl CcUdpSocket {
         self.proto = Proto::new(random_secret());
         self.proto.enabled = enabled;
         self.departed = 0;
+        self.folded = None;
         Ok(())
     }
 
@@ -281,6 +281,21 @@ impl CcUdpSocket {
         });
     }
 
+    /// Turn off UDP batching paths for this socket, both ways (GSO and
+    /// `sendmmsg` on send, GRO and `recvmmsg` on receive; see
+    /// [`Offload`](crate::Offload)), as `CM_UDP_OFFLOAD` does for the
+    /// whole process. Paths are never turned back on. Call it after
+    /// [`CcUdpSocket::connect`] (connecting makes a new CM flow).
+    pub fn restrict_offload(&mut self, offload: crate::Offload) -> io::Result<()> {
+        self.rio.restrict(offload);
+        if let Some(p) = &self.peer {
+            borrow(&self.cm)?
+                .restrict_offload(p.flow, offload)
+                .map_err(cm_err)?;
+        }
+        Ok(())
+    }
+
     /// Cap on bytes (headers included) waiting in the CM's queue for this
     /// socket (libcm's default: [`crate::DEFAULT_QUEUE_BYTES`]).
     pub fn set_send_queue_limit(&mut self, bytes: usize) -> io::Result<()> {
@@ -293,152 +308,13 @@ impl CcUdpSocket {
     /// Cap on received payloads waiting for `recv` (default
     /// [`DEFAULT_RECV_QUEUE`]); beyond it data is dropped unacknowledged.
     pub fn set_recv_queue_limit(&mut self, datagrams: usize) {
-        self.inbox_limit = datagrams.max(1);
+        self.inbox.set_limit(datagrams);
     }
 
     /// The largest payload `send` accepts: the flow's MTU less the header.
     pub fn max_payload(&self) -> io::Result<usize> {
         let flow = self.peer.as_ref().ok_or_else(not_connected)?.flow;
         payload_limit(&mut *borrow(&self.cm)?, flow)
-    }
-
-    /// Queue one datagram for the peer; the CM sends it when the
-    /// macroflow's window and rate allow. Returns `buf.len()`. A payload
-    /// over [`CcUdpSocket::max_payload`] is refused (`InvalidInput`); a full
-    /// queue is [`io::ErrorKind::WouldBlock`] in non-blocking mode and a
-    /// wait (driving the CM) in blocking mode.
-    pub fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let deadline = self.write_timeout.map(|t| StdInstant::now() + t);
-        let cm_rc = Rc::clone(&self.cm);
-        let mut cm = borrow(&cm_rc)?;
-        let (flow, cm_header) = self.packet(&mut cm, buf)?;
-        self.flush_proto(&mut cm)?;
-        let mut retried = false;
-        let result = loop {
-            match self.queue_packet(&mut cm, flow, cm_header) {
-                Ok(()) => break Ok(buf.len()),
-                Err(CmError::QueueFull(_)) => {
-                    if !retried {
-                        // Serving grants may have made room.
-                        retried = true;
-                        self.drive_with(&mut cm)?;
-                        continue;
-                    }
-                    if self.nonblocking {
-                        break Err(io::Error::new(
-                            io::ErrorKind::WouldBlock,
-                            "CC-UDP send queue full",
-                        ));
-                    }
-                    if deadline.is_some_and(|d| StdInstant::now() >= d) {
-                        break Err(io::Error::new(
-                            io::ErrorKind::WouldBlock,
-                            "CC-UDP send timed out",
-                        ));
-                    }
-                    if let Err(e) = self.wait_with(&mut cm, deadline) {
-                        break Err(e);
-                    }
-                    if let Err(e) = self.drive_with(&mut cm) {
-                        break Err(e);
-                    }
-                }
-                Err(e) => break Err(cm_err(e)),
-            }
-        };
-        match result {
-            Ok(n) => {
-                self.drive_with(&mut cm)?;
-                Ok(n)
-            }
-            Err(e) => {
-                // Not queued: take back the header it was given.
-                self.proto.unqueue(cm_header);
-                Err(e)
-            }
-        }
-    }
-
-    /// Queue several datagrams for the peer and serve the CM's grants once
-    /// for all of them, so that what the window allows leaves in one batch
-    /// (UDP GSO or `sendmmsg`) instead of one system call each. Returns
-    /// how many were queued, from the front: fewer than all when the queue
-    /// filled (in blocking mode at least one, after a wait as
-    /// [`CcUdpSocket::send`] waits). Each payload is checked as `send`
-    /// checks it; an oversized one is refused before anything is queued.
-    pub fn send_batch(&mut self, bufs: &[&[u8]]) -> io::Result<usize> {
-        let cm_rc = Rc::clone(&self.cm);
-        let mut queued = 0;
-        {
-            let mut cm = borrow(&cm_rc)?;
-            let flow = self.peer.as_ref().ok_or_else(not_connected)?.flow;
-            let max = payload_limit(&mut cm, flow)?;
-            if let Some(b) = bufs.iter().find(|b| b.len() > max) {
-                return Err(oversized(b.len(), max));
-            }
-            for buf in bufs {
-                let (flow, cm_header) = self.packet(&mut cm, buf)?;
-                self.flush_proto(&mut cm)?;
-                match self.queue_packet(&mut cm, flow, cm_header) {
-                    Ok(()) => queued += 1,
-                    Err(e) => {
-                        self.proto.unqueue(cm_header);
-                        if matches!(e, CmError::QueueFull(_)) {
-                            break;
-                        }
-                        return Err(cm_err(e));
-                    }
-                }
-            }
-            if queued > 0 {
-                self.drive_with(&mut cm)?;
-                return Ok(queued);
-            }
-        }
-        // Not even the first fitted: wait for room as `send` does.
-        match bufs.first() {
-            Some(b) => self.send(b).map(|_| 1),
-            None => Ok(0),
-        }
-    }
-
-    /// Hand the datagram in `self.pkt` to the CM's queue; a CC-UDP one
-    /// (not the CM protocol's) is counted by the accounting.
-    fn queue_packet(&mut self, cm: &mut Cm, flow: FlowId, cm_header: bool) -> Result<(), CmError> {
-        cm.send(flow, &self.pkt)?;
-        if let (Some(p), false) = (&mut self.peer, cm_header) {
-            p.acct.on_queued(self.pkt.len());
-        }
-        Ok(())
-    }
-
-    /// Build the datagram for payload `buf` in `self.pkt`: the CM
-    /// protocol's header once the peer negotiated it (then `true`), else
-    /// CC-UDP's data header. Checks the size against the flow's MTU.
-    fn packet(&mut self, cm: &mut Cm, buf: &[u8]) -> io::Result<(FlowId, bool)> {
-        let (flow, session, seq) = match &self.peer {
-            Some(p) => (p.flow, p.session, p.acct.next_seq()),
-            None => return Err(not_connected()),
-        };
-        let max = payload_limit(cm, flow)?;
-        if buf.len() > max {
-            return Err(oversized(buf.len(), max));
-        }
-        let now = cm_clock::now();
-        let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
-        match self.proto.header_for(now, len) {
-            Some(h) => {
-                self.pkt.clear();
-                self.pkt.extend_from_slice(&h);
-                self.pkt.extend_from_slice(buf);
-                Ok((flow, true))
-            }
-            None => {
-                let ts = wire::timestamp(now);
-                DataHeader { session, seq, ts }.encode(buf, &mut self.pkt);
-                Ok((flow, false))
-            }
-        }
     }
 
     /// The next payload from the peer, copied into `buf` (truncated if
@@ -455,9 +331,7 @@ impl CcUdpSocket {
             if self.inbox.is_empty() {
                 self.drive_with(&mut cm)?;
             }
-            if let Some(d) = self.inbox.pop_front() {
-                let n = d.len().min(buf.len());
-                buf[..n].copy_from_slice(&d[..n]);
+            if let Some(n) = self.inbox.pop_into(buf) {
                 return Ok(n);
             }
             if self.nonblocking || deadline.is_some_and(|d| StdInstant::now() >= d) {
@@ -567,7 +441,7 @@ impl AsRawFd for CcUdpSocket {
     }
 }
 
-fn borrow(cm: &SharedCm) -> io::Result<RefMut<'_, Cm>> {
+pub(super) fn borrow(cm: &SharedCm) -> io::Result<RefMut<'_, Cm>> {
     cm.try_borrow_mut().map_err(|_| {
         io::Error::other("the Cm is in use (a CcUdpSocket called from inside a Cm callback?)")
     })

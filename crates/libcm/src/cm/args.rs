@@ -30,6 +30,14 @@ impl Cm {
     }
 
     /// Daemon mode: a k-MTU request on an open flow, k within the limit.
+    /// The largest k of a k-MTU request this CM takes.
+    pub(super) fn request_limit(&self) -> u32 {
+        match &self.backend {
+            Backend::Embedded(e) => e.core.config().max_request_mtus,
+            Backend::Daemon(_) => Config::default().max_request_mtus,
+        }
+    }
+
     pub(super) fn check_request(&self, flow: FlowId, k: u32) -> Result<(), CmError> {
         if self.is_daemon() && (k == 0 || k > Config::default().max_request_mtus) {
             return Err(Error::InvalidRequest(k).into());

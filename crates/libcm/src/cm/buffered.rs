@@ -37,18 +37,66 @@ impl Cm {
     /// [`CmError::QueueFull`] when the flow's queue holds its limit: call
     /// [`Cm::dispatch`] (or wait) and try again.
     pub fn send(&mut self, flow: FlowId, data: &[u8]) -> Result<(), CmError> {
-        let mtu = self.mtu(flow)? as usize;
-        if data.len() > mtu {
-            return Err(CmError::Invalid("datagram larger than the flow's MTU"));
-        }
-        let q = self.queue_mut(flow)?;
-        if !q.push(data) {
-            return Err(CmError::QueueFull(flow));
-        }
+        self.enqueue_with(flow, data.len(), |b| b.extend_from_slice(data))?;
         // Sent at once like any call (batch with `set_autoflush(false)`):
         // an application may well wait on the descriptor before it next
         // dispatches.
-        self.request(flow)
+        self.request_queued(flow)
+    }
+
+    /// `cm_send` of several datagrams: each is queued as [`Cm::send`]
+    /// queues it, and one k-MTU request covers them all, so the grants
+    /// that answer it send them in batches (cm-udp: GSO or `sendmmsg`).
+    /// Returns how many were queued, from the front (fewer than all when
+    /// the queue filled); [`CmError::QueueFull`] if not even the first
+    /// fitted. A datagram over the MTU is refused before any is queued.
+    pub fn send_batch(&mut self, flow: FlowId, datagrams: &[&[u8]]) -> Result<usize, CmError> {
+        let mtu = self.mtu(flow)? as usize;
+        if datagrams.iter().any(|d| d.len() > mtu) {
+            return Err(CmError::Invalid("datagram larger than the flow's MTU"));
+        }
+        let mut queued = 0;
+        for d in datagrams {
+            match self.enqueue_with(flow, d.len(), |b| b.extend_from_slice(d)) {
+                Ok(()) => queued += 1,
+                Err(CmError::QueueFull(_)) if queued > 0 => break,
+                Err(e) => return Err(e),
+            }
+        }
+        self.request_queued(flow)?;
+        Ok(queued)
+    }
+
+    /// Queue one datagram of `len` bytes that `fill` writes into the
+    /// queue's own buffer, without asking the CM for it yet
+    /// ([`Cm::request_queued`] does).
+    pub(crate) fn enqueue_with(
+        &mut self,
+        flow: FlowId,
+        len: usize,
+        fill: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<(), CmError> {
+        let mtu = self.mtu(flow)? as usize;
+        if len > mtu {
+            return Err(CmError::Invalid("datagram larger than the flow's MTU"));
+        }
+        if !self.queue_mut(flow)?.push_with(len, fill) {
+            return Err(CmError::QueueFull(flow));
+        }
+        Ok(())
+    }
+
+    /// Ask the CM for the flow's queued datagrams that have no request
+    /// yet: one k-MTU request (per at most `max_request_mtus` of them).
+    pub(crate) fn request_queued(&mut self, flow: FlowId) -> Result<(), CmError> {
+        let mut k = self.queue_mut(flow)?.take_unrequested();
+        let most = self.request_limit() as usize;
+        while k > 0 {
+            let n = k.min(most);
+            self.request_mtus(flow, u32::try_from(n).unwrap_or(1))?;
+            k -= n;
+        }
+        Ok(())
     }
 
     /// Bytes queued on a buffered flow and not yet sent.
@@ -69,6 +117,18 @@ impl Cm {
     /// are kept).
     pub fn buffered_send_time(&self, flow: FlowId, nth: u64) -> Option<std::time::Instant> {
         self.buffered.get(&flow)?.send_time(nth)
+    }
+
+    /// Turn off batching paths for a buffered flow's socket (UDP GSO,
+    /// `sendmmsg`; see [`Offload`](crate::Offload)), as `CM_UDP_OFFLOAD`
+    /// does for the whole process; paths are never turned back on.
+    pub fn restrict_offload(
+        &mut self,
+        flow: FlowId,
+        offload: crate::Offload,
+    ) -> Result<(), CmError> {
+        self.queue_mut(flow)?.restrict(offload);
+        Ok(())
     }
 
     /// Set the queue limit of a buffered flow, in bytes.
@@ -124,16 +184,15 @@ impl Cm {
                 continue;
             };
             let total: u64 = grants.iter().map(|b| b.get()).sum();
-            let (sent, missing) = q.serve(total, mtu);
+            let sent = q.serve(total, mtu);
             let mut left = sent;
             for b in &grants {
                 let n = left.min(b.get());
                 left -= n;
                 self.notify(flow, n)?;
             }
-            for _ in 0..missing {
-                self.request(flow)?;
-            }
+            // Keep one MTU requested per queued datagram.
+            self.request_queued(flow)?;
         }
         Ok(())
     }
