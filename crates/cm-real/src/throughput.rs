@@ -1,6 +1,8 @@
 //! `real-throughput` — cm-implementation-linux §4.1, Figs 4 and 5: a long
 //! transfer on an uncongested 100 Mbit/s path, TCP/CM vs Linux TCP:
-//! throughput, and CPU time per megabyte of the sending thread.
+//! throughput, and CPU time per megabyte of the sending and the receiving
+//! thread; then with unlimited windows (slow start overflows the queue),
+//! and on a 1 Gbit/s path.
 //!
 //! The paper's TCP/CM was in the kernel; here it is cm-transport's sans-IO
 //! TCP in user space over UDP, so its CPU cost includes a user/kernel
@@ -27,6 +29,11 @@ use crate::harness::{HostOptions, Job, Rig};
 /// the queue never overflows — the paper's LAN, where the transfer was
 /// limited by the end hosts and not by drops.
 pub const UNCONGESTED_WINDOW: u32 = 384 * 1024;
+
+/// Receive-window cap of the 1 Gbit/s phase: Linux advertises about half
+/// its `tcp_rmem` maximum, so 4 MiB lets it open past the 1.25 MB BDP;
+/// TCP/CM's window is exactly this, less than BDP + the 5 MB queue.
+pub const GIGABIT_WINDOW: u32 = 4 * 1024 * 1024;
 
 fn config(queue_bytes: u64) -> PathConfig {
     PathConfig {
@@ -82,7 +89,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     ];
     let bar = Progress::new(
         "real-throughput",
-        (stacks.len() + lossy_stacks.len()) * reps,
+        (stacks.len() + lossy_stacks.len() + 2) * reps,
         opts.quiet,
     );
     let rig = Rig::build(
@@ -100,6 +107,23 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     let lossy = measure(&lossy_rig, &lossy_stacks, bytes, reps, &bar)?;
     let lossy_stats = lossy_rig.path().stats().ok();
     lossy_rig.finish()?;
+    // 1 Gbit/s: whether the data path keeps up where the emulated path
+    // itself is near its limit (reported, not judged).
+    let giga_stacks = [stacks[0].clone(), stacks[1].clone()];
+    let giga_rig = Rig::build(
+        PathConfig {
+            rate_bps: 1_000_000_000,
+            queue: Queue::Bytes(5_000_000),
+            ..config(0)
+        },
+        HostOptions {
+            rcv_window: Some(GIGABIT_WINDOW),
+            ..HostOptions::sack(true)
+        },
+    )?;
+    let giga = measure(&giga_rig, &giga_stacks, bytes * 5 / 2, reps, &bar)?;
+    let giga_stats = giga_rig.path().stats().ok();
+    let giga_rcpu = receiver_cpu(&giga_rig.finish()?, &giga_stacks, reps);
     let mean = |v: &[Summary], f: fn(&Summary) -> f64| {
         cm_report::stats::mean(&v.iter().map(f).collect::<Vec<_>>())
     };
@@ -112,6 +136,8 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         .map(|v| mean(v, |s| s.throughput_bps))
         .collect();
     let lossy_ratio = lossy_tput[0] / lossy_tput[1];
+    let giga_tput: Vec<f64> = giga.iter().map(|v| mean(v, |s| s.throughput_bps)).collect();
+    let giga_cpu: Vec<f64> = giga.iter().map(|v| mean(v, |s| s.cpu_per_mb())).collect();
     let lossy_ratio_sack = lossy_tput[3] / lossy_tput[1];
     let mut csv = String::from(
         "path,stack,run,bytes,seconds,throughput_bps,retransmissions,cpu_s,cpu_s_per_mb\n",
@@ -120,6 +146,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     for (label, set, names) in [
         ("uncongested", &runs, &stacks[..]),
         ("unlimited-window", &lossy, &lossy_stacks[..]),
+        ("gigabit", &giga, &giga_stacks[..]),
     ] {
         for (i, (name, _, _)) in names.iter().enumerate() {
             for (k, s) in set[i].iter().enumerate() {
@@ -153,6 +180,19 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         lossy_tput[1] / 1e6,
         lossy_tput[2] / 1e6,
         lossy_tput[3] / 1e6
+    ));
+    let late = giga_stats
+        .as_ref()
+        .map_or(f64::NAN, |s| s.delay_box.forward.mean_late_us);
+    summary.push(format!(
+        "1 Gbit/s: tcpcm {:.0}, reno {:.0} Mbit/s (ratio {:.3}); cpu tcpcm {:.2}, reno {:.2} ms/MB sending, {:.2} and {:.2} ms/MB receiving; delay box late by {late:.0} µs on average",
+        giga_tput[0] / 1e6,
+        giga_tput[1] / 1e6,
+        giga_tput[0] / giga_tput[1],
+        giga_cpu[0] * 1e3,
+        giga_cpu[1] * 1e3,
+        giga_rcpu[0] * 1e3,
+        giga_rcpu[1] * 1e3
     ));
     // Throughput over time of each stack's first run.
     let series = stacks
@@ -208,6 +248,16 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
                                     "tcpcm_sack": lossy[3].iter().map(|s| s.retransmissions).sum::<u64>()},
                 "bottleneck_drops": lossy_stats.as_ref().map(|s| s.bottleneck.dropped),
             },
+            "gigabit": {
+                "throughput_ratio": giga_tput[0] / giga_tput[1],
+                "throughput_bps": {"tcpcm": giga_tput[0], "reno": giga_tput[1]},
+                "cpu_s_per_mb": {"tcpcm": giga_cpu[0], "reno": giga_cpu[1]},
+                "receiver_cpu_s_per_mb": {"tcpcm": giga_rcpu[0], "reno": giga_rcpu[1]},
+                "transfer_bytes": bytes * 5 / 2,
+                "bottleneck_drops": giga_stats.as_ref().map(|s| s.bottleneck.dropped),
+                "delay_box_mean_late_us": giga_stats.as_ref().map(|s| s.delay_box.forward.mean_late_us),
+                "delay_box_max_late_us": giga_stats.as_ref().map(|s| s.delay_box.forward.max_late_us),
+            },
         }),
         paper: json!({"throughput_ratio": 0.995, "cpu_overhead": "< 1% (in-kernel TCP/CM)",
                       "claim": "TCP/CM matches Linux TCP on a 100 Mbit/s LAN (91.6 Mbit/s both over 1 GB; within 0.5% on shorter runs)"}),
@@ -222,6 +272,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
             format!("Path: 100 Mbit/s tbf, 5 ms each way (BDP 125 KB), no random loss; {reps} transfer(s) of {} MB per stack, interleaved; means reported. Reno is Linux Reno with SACK (the default); the ratio's denominator.", bytes / 1_000_000),
             format!("Uncongested (the claim, like the paper's LAN where the hosts and not drops limited the transfer): both receivers advertise at most {} KB (TCP/CM's receive window; Linux's tcp_rmem maximum in the receiver's namespace), more than the BDP and less than BDP + the 400 KB queue, so the link stays busy and nothing is dropped (bottleneck_drops).", UNCONGESTED_WINDOW / 1024),
             "Unlimited window (reported, not judged): 250 KB queue, receive windows uncapped, so slow start overflows the queue. Linux recovers the burst of losses with SACK; TCP/CM's TCP has NewReno recovery without SACK (one hole per RTT), as the paper's did, and loses throughput here; tcpcm-sack is the same TCP/CM with its optional SACK (RFC 2018/6675).".into(),
+            format!("1 Gbit/s (reported, not judged): the same transfer, {} MB, on a 1 Gbit/s path with 5 ms each way and a 5 MB queue, both receive windows capped at {} KB (Linux advertises about half of that; both open past the 1.25 MB BDP). The emulated path is near its own limit there: `cm-netem selftest --rate 1gbit --delay 5ms` measures about 0.91 Gbit/s and a delay box late by about a millisecond on average on the 2-core VM, so both stacks are bounded by the emulator, and the figures show what each costs per MB at that rate.", bytes * 5 / 2 / 1_000_000, GIGABIT_WINDOW / 1024),
             "CPU: user + system time of the sending thread (and of the receiving thread) over the transfer, divided by MB. TCP/CM runs TCP in user space over UDP; it sends a pass's segments as UDP GSO runs and its receiver reads with GRO and recvmmsg and ACKs every second segment (cm-udp), so it crosses into the kernel per batch rather than per datagram. Linux TCP does its per-packet work in softirq context that is not all charged to the sending thread, and segments with TSO/GSO. The paper's TCP/CM lived in the kernel (overhead < 1%); `cm ttcp bench` compares the costs on loopback.".into(),
         ],
         summary,
