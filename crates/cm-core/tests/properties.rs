@@ -449,8 +449,9 @@ proptest! {
     }
 
     /// With the shaper as the only limit, the bytes granted over a run never
-    /// exceed the bucket plus the integral of the shaping rate (sigcomm1999
-    /// §4.1: grants paced at about window/srtt, no bursts).
+    /// exceed the bucket plus the integral of the shaping rate and the
+    /// pacing slack's worth of it (sigcomm1999 §4.1: grants paced at about
+    /// window/srtt, no bursts).
     #[test]
     fn shaper_never_releases_more_than_its_rate(
         rtt_ms in 1u64..200,
