@@ -21,6 +21,12 @@ pub enum Aging {
     Srtt,
 }
 
+/// The default [`Config::pacing_slack`].
+pub const DEFAULT_PACING_SLACK: Duration = Duration::from_micros(50);
+
+/// The largest [`Config::pacing_slack`] accepted.
+pub const MAX_PACING_SLACK: Duration = Duration::from_secs(1);
+
 /// Parameters of the congestion manager. `Config::default()` is what the
 /// daemon runs unless told otherwise.
 #[derive(Clone, Debug, PartialEq)]
@@ -56,6 +62,18 @@ pub struct Config {
     /// The shaper may release this much time's worth of rate at once
     /// (at least 2 MTU): slack for timer granularity.
     pub burst_time: Duration,
+    /// Pacing slack: a grant due within this of now is released now, with
+    /// the others due in the same wake-up, and the shaper's timer is armed
+    /// for the next grant due after those. A timer wake-up costs more than
+    /// the bytes a slack of tens of microseconds lets go early, so the
+    /// driver wakes about once per `1 + rate × slack / MTU` grants instead
+    /// of once per grant; the long-run rate is unchanged (the debt taken
+    /// early is repaid before the next wake-up). Linux does the same: fq
+    /// releases packets due within its `timer_slack` (10 µs by default),
+    /// and TCP's pacing with earliest departure times (EDT) sends what is
+    /// due before the next timer. Zero releases every grant at its own
+    /// due time. At most one second.
+    pub pacing_slack: Duration,
     /// RTT samples above this are rejected as absurd.
     pub max_rtt_sample: Duration,
     /// Largest k of a k-MTU request.
@@ -80,6 +98,7 @@ impl Default for Config {
             min_rto: Duration::from_millis(200),
             initial_rto: Duration::from_secs(1),
             burst_time: Duration::from_millis(1),
+            pacing_slack: DEFAULT_PACING_SLACK,
             max_rtt_sample: Duration::from_secs(60),
             max_request_mtus: 64,
             max_flows: 1 << 22,
@@ -103,6 +122,9 @@ impl Config {
         }
         if self.max_rtt_sample.is_zero() {
             return bad("max_rtt_sample must be > 0");
+        }
+        if self.pacing_slack > MAX_PACING_SLACK {
+            return bad("pacing_slack must be at most 1 s (a slack, not a burst)");
         }
         if self.max_request_mtus == 0 {
             return bad("max_request_mtus must be >= 1");

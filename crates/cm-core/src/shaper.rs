@@ -7,6 +7,16 @@
 //! bucket is not in debt, and its bytes are then taken, so grants of any size
 //! work and the long-run rate is exact. Tokens are kept in byte-microseconds
 //! so no fraction of a byte is ever lost to rounding.
+//!
+//! A pacing slack coalesces wake-ups: the macroflow's timer is armed for
+//! the time the bucket is out of debt (the next grant's due time), and once
+//! awake, every grant due within the slack goes too, so the bucket may be
+//! in debt by up to rate × slack. The debt is repaid before the next
+//! wake-up, so the long-run rate does not change; the timer fires about
+//! once per `1 + rate × slack / MTU` grants instead of once per grant.
+//! Linux paces the same way: fq releases packets due within its
+//! `timer_slack` (10 µs) of now, and TCP's earliest departure times
+//! (`tcp_pacing`, EDT) let a packet go that is due before the next timer.
 
 use crate::time::{Duration, Instant};
 use crate::units::{Bytes, Rate};
@@ -20,16 +30,31 @@ pub struct Shaper {
     tokens: i128,
     last: Instant,
     burst_time: Duration,
+    /// Grants due within this of now are released now.
+    slack: Duration,
+    /// The debt allowed at the rate of the last refill: rate × slack, in
+    /// byte-microseconds.
+    lead: i128,
 }
 
 impl Shaper {
-    /// A shaper whose bucket holds `max(2 MTU, rate * burst_time)`.
+    /// A shaper whose bucket holds `max(2 MTU, rate * burst_time)`, with
+    /// no pacing slack.
     pub fn new(now: Instant, burst_time: Duration) -> Self {
         Shaper {
             tokens: 0,
             last: now,
             burst_time,
+            slack: Duration::ZERO,
+            lead: 0,
         }
+    }
+
+    /// The same shaper releasing grants due within `slack` of now together
+    /// (see the module documentation).
+    pub fn with_slack(mut self, slack: Duration) -> Self {
+        self.slack = slack;
+        self
     }
 
     fn depth(&self, rate: Rate, mtu: Bytes) -> i128 {
@@ -44,16 +69,19 @@ impl Shaper {
         self.last = self.last.max(now);
         let Some(rate) = rate else {
             self.tokens = self.tokens.max(0).max(self.depth(Rate::ZERO, mtu));
+            self.lead = 0;
             return;
         };
         let depth = self.depth(rate, mtu);
         let add = i128::from(rate.bytes_per_sec()) * i128::from(elapsed);
         self.tokens = self.tokens.saturating_add(add).min(depth);
+        self.lead = i128::from(rate.bytes_per_sec()) * i128::from(self.slack.as_micros());
     }
 
-    /// Whether a grant may be released now (call [`Shaper::refill`] first).
+    /// Whether a grant may be released now: the bucket is not in debt, or
+    /// its debt is repaid within the slack (call [`Shaper::refill`] first).
     pub fn allows(&self) -> bool {
-        self.tokens >= 0
+        self.tokens >= -self.lead
     }
 
     /// Take `bytes` for a grant (may leave the bucket in debt).
@@ -67,8 +95,10 @@ impl Shaper {
         self.tokens = (self.tokens + i128::from(bytes.0) * US_PER_SEC).min(depth);
     }
 
-    /// When the bucket is out of debt at `rate`; `None` if it never will be
-    /// (rate zero) and `Some(now)` if it already is.
+    /// When the bucket is out of debt at `rate`: the next grant's due time,
+    /// the wake-up at which it and those due within the slack after it are
+    /// released. `None` if it never will be (rate zero) and `Some(now)` if
+    /// it already is.
     pub fn next_release(&self, now: Instant, rate: Option<Rate>) -> Option<Instant> {
         if self.tokens >= 0 {
             return Some(now);
@@ -86,12 +116,19 @@ impl Shaper {
 
     /// Bytes of credit currently in the bucket (negative: debt).
     pub fn credit(&self) -> i64 {
-        i64::try_from(self.tokens / US_PER_SEC).unwrap_or(if self.tokens < 0 {
-            i64::MIN
-        } else {
-            i64::MAX
-        })
+        to_bytes(self.tokens)
     }
+
+    /// Bytes that may be released now: the credit plus what accrues within
+    /// the slack at the rate of the last refill (negative: none).
+    pub fn releasable(&self) -> i64 {
+        to_bytes(self.tokens.saturating_add(self.lead))
+    }
+}
+
+/// Whole bytes of a token count, saturating.
+fn to_bytes(tokens: i128) -> i64 {
+    i64::try_from(tokens / US_PER_SEC).unwrap_or(if tokens < 0 { i64::MIN } else { i64::MAX })
 }
 
 #[cfg(test)]
@@ -134,6 +171,62 @@ mod tests {
         assert!(
             gaps.iter().all(|&g| g == 10_000),
             "steady gaps of 10ms: {gaps:?}"
+        );
+    }
+
+    #[test]
+    fn slack_releases_what_is_due_within_it_in_one_wake_up() {
+        // 100 kB/s, one 1000-byte grant due per 10 ms; a 25 ms slack lets
+        // the two grants due after the first go with it (2500 B of lead).
+        let rate = Some(Rate::from_bytes_per_sec(100_000));
+        let mut s = Shaper::new(Instant::ZERO, Duration::from_millis(1))
+            .with_slack(Duration::from_millis(25));
+        let mut now = Instant::from_micros(1_000_000);
+        s.refill(now, rate, MTU);
+        // Spend the bucket the idle second filled.
+        while s.credit() > 0 {
+            s.consume(MTU);
+        }
+        let mut wakeups = Vec::new();
+        while now < Instant::from_micros(2_000_000) {
+            now = s.next_release(now, rate).unwrap();
+            s.refill(now, rate, MTU);
+            let mut n = 0;
+            while s.allows() {
+                s.consume(MTU);
+                n += 1;
+            }
+            wakeups.push((now, n));
+        }
+        assert!(
+            wakeups.iter().skip(1).all(|&(_, n)| n == 3),
+            "three grants per wake-up: {wakeups:?}"
+        );
+        let gaps: Vec<u64> = wakeups
+            .windows(2)
+            .skip(1)
+            .map(|w| (w[1].0 - w[0].0).as_micros())
+            .collect();
+        assert!(
+            gaps.iter().all(|&g| g == 30_000),
+            "wake-ups 30 ms apart: {gaps:?}"
+        );
+        // The debt never exceeds the lead plus one grant.
+        assert!(s.credit() >= -3_500, "debt {}", s.credit());
+        assert_eq!(s.releasable(), s.credit() + 2_500);
+    }
+
+    #[test]
+    fn zero_slack_is_the_plain_bucket() {
+        let rate = Some(Rate::from_bytes_per_sec(100_000));
+        let mut s = Shaper::new(Instant::ZERO, Duration::from_millis(1)).with_slack(Duration::ZERO);
+        s.refill(Instant::ZERO, rate, MTU);
+        s.consume(Bytes(1));
+        assert!(!s.allows(), "one byte of debt waits");
+        assert_eq!(s.releasable(), s.credit());
+        assert_eq!(
+            s.next_release(Instant::ZERO, rate),
+            Some(Instant::from_micros(10))
         );
     }
 

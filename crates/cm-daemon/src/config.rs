@@ -6,6 +6,7 @@
 //! initial_window = 10              # segments (RFC 6928), for aimd
 //! scheduler = "round-robin"        # or "weighted"
 //! aging = "min-rtt"                # or "srtt", "off" (sigcomm1999 §4.4)
+//! pacing_slack_us = 50             # grants due within this go in one wake-up (cm_core::Config::pacing_slack)
 //! share_across_users = false       # flows of different uids never share a macroflow
 //! max_flows_per_client = 4096
 //! max_macroflows_per_user = 4096  # made by SetMacroflow(flow, None), alive at once
@@ -19,7 +20,7 @@
 use std::path::{Path, PathBuf};
 
 use cm_core::controller::{AimdConfig, ControllerConfig};
-use cm_core::{Aging, Bytes, Config};
+use cm_core::{Aging, Bytes, Config, Duration};
 use serde::Deserialize;
 
 use crate::error::ConfigError;
@@ -49,6 +50,11 @@ pub struct DaemonConfig {
     pub scheduler: String,
     /// Exponential aging half-life: `min-rtt`, `srtt` or `off`.
     pub aging: String,
+    /// The shaper's pacing slack in microseconds: grants due within it of
+    /// a wake-up are released in that wake-up
+    /// ([`cm_core::Config::pacing_slack`]; 0 releases each at its own due
+    /// time). At most 1,000,000.
+    pub pacing_slack_us: u64,
     /// Let flows of different users share a macroflow (cm-implementation-linux
     /// §5 "Trust issues": off by default).
     pub share_across_users: bool,
@@ -98,6 +104,7 @@ impl Default for DaemonConfig {
             initial_window: 10,
             scheduler: "weighted".into(),
             aging: "min-rtt".into(),
+            pacing_slack_us: cm_core::config::DEFAULT_PACING_SLACK.as_micros(),
             share_across_users: false,
             max_flows_per_client: 4096,
             max_macroflows_per_user: 4096,
@@ -149,6 +156,7 @@ impl DaemonConfig {
             client_timeout: None,
             aging,
             scheduler,
+            pacing_slack: Duration::from_micros(self.pacing_slack_us),
             ..Config::default()
         };
         if self.initial_window == 0 || self.initial_window > 1000 {
@@ -203,6 +211,30 @@ mod tests {
             c.core_config().is_err(),
             "a spin is a short wait, not a loop"
         );
+    }
+
+    /// `pacing_slack_us` sets the core's pacing slack; over a second is
+    /// refused with the core's words.
+    #[test]
+    fn the_pacing_slack_is_configurable_and_bounded() {
+        let c: DaemonConfig = toml::from_str("pacing_slack_us = 250").expect("parses");
+        assert_eq!(
+            c.core_config().expect("valid").pacing_slack,
+            Duration::from_micros(250)
+        );
+        assert_eq!(
+            DaemonConfig::default()
+                .core_config()
+                .expect("defaults")
+                .pacing_slack,
+            Config::default().pacing_slack
+        );
+        let c = DaemonConfig {
+            pacing_slack_us: 1_000_001,
+            ..DaemonConfig::default()
+        };
+        let err = c.core_config().expect_err("over a second").to_string();
+        assert!(err.contains("pacing_slack"), "{err}");
     }
 
     /// contrib/cmd.toml says its values are the defaults: keep it true.

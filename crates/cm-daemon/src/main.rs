@@ -30,6 +30,10 @@ struct Args {
     /// Exponential aging half-life: min-rtt, srtt or off.
     #[arg(long)]
     aging: Option<String>,
+    /// Pacing slack in microseconds: grants due within it of a wake-up go
+    /// in that wake-up (default 50; 0: each at its own due time).
+    #[arg(long)]
+    pacing_slack_us: Option<u64>,
     /// Let flows of different users share a macroflow.
     #[arg(long)]
     share_across_users: bool,
@@ -80,6 +84,7 @@ fn main() -> anyhow::Result<()> {
     set(&mut cfg.initial_window, a.initial_window);
     set(&mut cfg.scheduler, a.scheduler);
     set(&mut cfg.aging, a.aging);
+    set(&mut cfg.pacing_slack_us, a.pacing_slack_us);
     set(&mut cfg.max_flows_per_client, a.max_flows_per_client);
     set(&mut cfg.max_messages_per_sec, a.max_messages_per_sec);
     set(&mut cfg.max_clients_per_user, a.max_clients_per_user);

@@ -39,7 +39,7 @@ pub struct MacroflowInfo {
     pub reserved: Bytes,
     /// The shaper's credit in bytes as of its last grant decision (negative:
     /// the debt the last grant left, repaid at the shaping rate before the
-    /// next grant).
+    /// next grant, or to within rate × `Config::pacing_slack` of it).
     pub shaper_credit: i64,
     /// The rate the shaper releases grants at (`None`: unpaced).
     pub shaping_rate: Option<Rate>,

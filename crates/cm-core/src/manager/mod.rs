@@ -357,7 +357,7 @@ impl CongestionManager {
             key,
             self.cfg.controller.build(mtu),
             self.cfg.scheduler.build(),
-            Shaper::new(now, self.cfg.burst_time),
+            Shaper::new(now, self.cfg.burst_time).with_slack(self.cfg.pacing_slack),
             mtu,
         );
         let id = MacroflowId::from_key(

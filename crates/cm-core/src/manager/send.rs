@@ -152,8 +152,9 @@ impl CongestionManager {
                 return;
             };
             // Whole MTUs only, at least one (space >= mtu here), and no more
-            // than the shaper's credit: a k-MTU grant must not be a burst.
-            let credit = Bytes(u64::try_from(m.shaper.credit()).unwrap_or(0));
+            // than the shaper releases now (its credit plus what falls due
+            // within the pacing slack): a k-MTU grant must not be a burst.
+            let credit = Bytes(u64::try_from(m.shaper.releasable()).unwrap_or(0));
             let room = space.min(credit.max(mtu));
             let room = Bytes(room.0 / mtu.0 * mtu.0);
             let bytes = f.pending.min(room);
