@@ -62,7 +62,7 @@ CM_BENCH_QUICK=1 cargo bench -p libcm --bench api_overhead --locked
 
 step "benchmark (quick): the data path, every transport against raw UDP and Linux TCP (cm ttcp bench)"
 cargo build --release --locked -q -p cm-daemon
-cargo run --release --locked -q -p cm -- ttcp bench --bytes 100MB --datagrams 100000
+cargo run --release --locked -q -p cm -- ttcp bench --bytes 100MB --datagrams 100000 --repeat 1
 
 step "fuzz: control-message decoder (${CM_FUZZ_SECS:-60} s)"
 ./scripts/fuzz.sh

@@ -370,3 +370,25 @@ fn a_response_that_resolves_nothing_new_is_still_reported() {
     assert_eq!(r.feedback.rtt, Some(Duration::from_millis(17)));
     assert!(p.poll_report().is_none());
 }
+
+/// On a path of tens of microseconds, probes are no more frequent than
+/// `min_probe_interval` (250 µs by default), not twice per RTT; with the
+/// floor at zero they follow the RTT as the paper has it (§4.2.1).
+#[test]
+fn probes_on_a_very_short_path_are_at_least_the_floor_apart() {
+    let us = Instant::from_micros;
+    for (floor, want) in [(None, 250), (Some(0), 20)] {
+        let mut cfg = ProberConfig::default();
+        if let Some(f) = floor {
+            cfg.min_probe_interval = Duration::from_micros(f);
+        }
+        let mut p = Prober::new(cfg, us(0), 9);
+        let Some(Packet::Syn { isn }) = p.poll_transmit() else {
+            panic!("no SYN");
+        };
+        // SYN-ACK after 40 µs: srtt 40 µs, half of it 20 µs.
+        p.on_packet(us(40), &Packet::SynAck { isn }).unwrap();
+        p.on_send(us(41), 0, 1000).unwrap();
+        assert_eq!(p.poll_timeout(), Some(us(41 + want)), "floor {floor:?}");
+    }
+}

@@ -10,7 +10,9 @@
 //!   batching at all (one datagram per call, as the first raw row);
 //! - Linux TCP Reno.
 //!
-//! Each row reports goodput, datagrams per second, and CPU per MB moved
+//! Every row runs `repeat` times, round after round (so that a slow
+//! spell of the machine touches every row alike), and reports its median
+//! run. Each row reports goodput, datagrams per second, and CPU per MB moved
 //! for the sender thread, the receiver thread and the process's other
 //! threads (the daemon, when there is one). Ratios are against the raw-UDP
 //! and Reno rows of the same run, because the machine's speed varies from
@@ -47,6 +49,8 @@ pub struct BenchConfig {
     /// The control socket of a daemon for the rows through `cmd` (none:
     /// no such rows).
     pub daemon: Option<std::path::PathBuf>,
+    /// Rounds of every row; each row reports its median run.
+    pub repeat: usize,
 }
 
 impl Default for BenchConfig {
@@ -55,6 +59,7 @@ impl Default for BenchConfig {
             bytes: 1_000_000_000,
             datagrams: 1_000_000,
             daemon: None,
+            repeat: 3,
         }
     }
 }
@@ -86,77 +91,111 @@ pub fn run(
     daemon_cpu: &dyn Fn() -> Option<Duration>,
     mut progress: impl FnMut(&BenchRow),
 ) -> Result<Vec<BenchRow>> {
-    let mut rows = Vec::new();
-    let mut push = |r: BenchRow| {
-        progress(&r);
-        rows.push(r);
-    };
-    push(raw_udp(
-        Offload::NONE,
-        cfg.datagrams,
-        "raw UDP, 1 datagram/call",
-    )?);
-    push(raw_udp(Offload::ALL, cfg.datagrams, "raw UDP, GSO + GRO")?);
-    let mut cm = Cm::embedded(crate::cm_config())?;
-    let none = || None;
-    let tcpcm = Leg::plain(Transport::TcpCm);
-    push(transfer(
-        &tcpcm,
-        cfg.bytes,
-        Some(&mut cm),
-        &none,
-        "TCP/CM, embedded CM",
-    )?);
-    if let Some(socket) = &cfg.daemon {
-        let mut cm = Cm::connect(socket)?;
-        push(transfer(
-            &tcpcm,
-            cfg.bytes,
-            Some(&mut cm),
-            daemon_cpu,
-            "TCP/CM, through cmd",
-        )?);
-    }
     // CC-UDP datagrams carry the raw rows' 1200 bytes of payload.
     let ccudp = |offload: Option<&'static str>| Leg {
         transport: Transport::CcUdp,
         payload: Some(RAW_DATAGRAM),
         offload,
     };
-    push(transfer(
-        &ccudp(None),
-        cfg.bytes,
-        None,
-        &none,
-        "CC-UDP, embedded CM",
-    )?);
-    if let Some(socket) = &cfg.daemon {
-        let mut cm = Cm::connect(socket)?;
-        push(transfer(
-            &ccudp(None),
-            cfg.bytes,
-            Some(&mut cm),
-            daemon_cpu,
+    let daemon = cfg.daemon.is_some();
+    let specs: Vec<(&str, Row)> = vec![
+        ("raw UDP, 1 datagram/call", Row::Raw(Offload::NONE)),
+        ("raw UDP, GSO + GRO", Row::Raw(Offload::ALL)),
+        (
+            "TCP/CM, embedded CM",
+            Row::Transfer(Leg::plain(Transport::TcpCm), CmKind::Embedded),
+        ),
+        (
+            "TCP/CM, through cmd",
+            Row::Transfer(Leg::plain(Transport::TcpCm), CmKind::Daemon),
+        ),
+        (
+            "CC-UDP, embedded CM",
+            Row::Transfer(ccudp(None), CmKind::Own),
+        ),
+        (
             "CC-UDP, through cmd",
-        )?);
+            Row::Transfer(ccudp(None), CmKind::Daemon),
+        ),
+        (
+            "CC-UDP, sendmmsg (no GSO)",
+            Row::Transfer(ccudp(Some("no-gso")), CmKind::Own),
+        ),
+        (
+            "CC-UDP, 1 datagram/call",
+            Row::Transfer(ccudp(Some("none")), CmKind::Own),
+        ),
+        (
+            "Linux TCP Reno",
+            Row::Transfer(
+                Leg::plain(Transport::LinuxTcp { cc: "reno".into() }),
+                CmKind::Own,
+            ),
+        ),
+    ];
+    let specs: Vec<(&str, Row)> = specs
+        .into_iter()
+        .filter(|(_, r)| daemon || !matches!(r, Row::Transfer(_, CmKind::Daemon)))
+        .collect();
+    // Round after round, every row once, so that a slow spell of the
+    // machine touches every row alike; each row's median run is kept.
+    let mut runs: Vec<Vec<BenchRow>> = vec![Vec::new(); specs.len()];
+    for _ in 0..cfg.repeat.max(1) {
+        for (i, (name, row)) in specs.iter().enumerate() {
+            let r = match row {
+                Row::Raw(offload) => raw_udp(*offload, cfg.datagrams, name)?,
+                Row::Transfer(leg, kind) => {
+                    let none = || None;
+                    let (mut cm, external): (Option<Cm>, &dyn Fn() -> Option<Duration>) =
+                        match (kind, &cfg.daemon) {
+                            (CmKind::Embedded, _) => {
+                                (Some(Cm::embedded(crate::cm_config())?), &none)
+                            }
+                            (CmKind::Daemon, Some(socket)) => {
+                                (Some(Cm::connect(socket)?), daemon_cpu)
+                            }
+                            _ => (None, &none),
+                        };
+                    transfer(leg, cfg.bytes, cm.as_mut(), external, name)?
+                }
+            };
+            progress(&r);
+            runs[i].push(r);
+        }
     }
-    push(transfer(
-        &ccudp(Some("no-gso")),
-        cfg.bytes,
-        None,
-        &none,
-        "CC-UDP, sendmmsg (no GSO)",
-    )?);
-    push(transfer(
-        &ccudp(Some("none")),
-        cfg.bytes,
-        None,
-        &none,
-        "CC-UDP, 1 datagram/call",
-    )?);
-    let reno = Leg::plain(Transport::LinuxTcp { cc: "reno".into() });
-    push(transfer(&reno, cfg.bytes, None, &none, "Linux TCP Reno")?);
-    Ok(rows)
+    Ok(runs.into_iter().filter_map(median).collect())
+}
+
+/// The run with the median rate (datagrams, else goodput) of a row's runs.
+fn median(mut runs: Vec<BenchRow>) -> Option<BenchRow> {
+    let key = |r: &BenchRow| {
+        if r.datagrams_per_s > 0.0 {
+            r.datagrams_per_s
+        } else {
+            r.goodput_bps
+        }
+    };
+    runs.sort_by(|a, b| key(a).total_cmp(&key(b)));
+    let mid = runs.len() / 2;
+    runs.into_iter().nth(mid)
+}
+
+/// One row of the table.
+enum Row {
+    /// Raw UDP blasted with these offloads.
+    Raw(Offload),
+    /// A transfer through cm-ttcp, with this CM.
+    Transfer(Leg, CmKind),
+}
+
+/// Which CM a transfer row uses.
+enum CmKind {
+    /// An embedded CM made for the row.
+    Embedded,
+    /// The daemon at [`BenchConfig::daemon`].
+    Daemon,
+    /// The transport's own (CC-UDP's embedded CM) or none (Linux TCP).
+    Own,
 }
 
 /// What one transfer row moves.

@@ -18,6 +18,9 @@ pub struct BenchArgs {
     /// Datagrams of 1200 bytes per raw-UDP row.
     #[arg(long, default_value_t = 1_000_000)]
     datagrams: u64,
+    /// Rounds of every row (each row reports its median run).
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
     /// Skip the rows through a private daemon.
     #[arg(long)]
     no_daemon: bool,
@@ -31,6 +34,9 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     let bytes = parse_bytes(&a.bytes).with_context(|| format!("--bytes {}", a.bytes))?;
     if a.datagrams == 0 {
         anyhow::bail!("--datagrams must be > 0");
+    }
+    if a.repeat == 0 {
+        anyhow::bail!("--repeat must be > 0");
     }
     // The daemon in its own process, as users run it; its CPU is read from
     // /proc.
@@ -63,13 +69,15 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         bytes,
         datagrams: a.datagrams,
         daemon: daemon.as_ref().map(|d| d.socket().to_path_buf()),
+        repeat: a.repeat,
     };
     let pid = daemon.as_ref().map(DaemonProcess::pid);
     let daemon_cpu = move || pid.and_then(|p| crate::procfs::cpu_time(p).ok());
     eprintln!(
-        "cm ttcp bench: {} per transfer, {} raw datagrams of 1200 B, on loopback",
+        "cm ttcp bench: {} per transfer, {} raw datagrams of 1200 B, on loopback, {} round(s)",
         cm_report::fmt::bytes(bytes),
-        a.datagrams
+        a.datagrams,
+        a.repeat
     );
     let rows = run_bench(&cfg, &daemon_cpu, |r| eprintln!("  {:<28} done", r.name))?;
     if a.json {

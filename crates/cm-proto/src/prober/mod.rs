@@ -10,7 +10,8 @@
 //!   and tries again after [`ProberConfig::retry_after`], doubling each
 //!   time up to [`ProberConfig::max_retry_after`].
 //! - **Probes.** While headed data is unresolved, a probe goes out every
-//!   `srtt / probes_per_rtt` (twice per RTT by default, §4.2.1). Each
+//!   `srtt / probes_per_rtt` (twice per RTT by default, §4.2.1), and no
+//!   more often than `min_probe_interval` (250 µs) on very short paths. Each
 //!   probe's record keeps its time and each flow's cumulative bytes sent
 //!   when it left (Fig 8's `nsent`, as a snapshot).
 //! - **Responses.** A response names the probe it answers; the bytes sent
@@ -322,7 +323,7 @@ impl Prober {
         } else {
             2.0
         };
-        Duration::from_micros(((rtt / ppr) as u64).max(1))
+        Duration::from_micros(((rtt / ppr) as u64).max(1)).max(self.cfg.min_probe_interval)
     }
 
     fn unresolved(&self) -> bool {
