@@ -29,6 +29,23 @@ fn big_rcvbuf(s: &UdpSocket) {
     assert_eq!(r, 0);
 }
 
+/// SO_NO_CHECK (no transmit checksums): udp_send_skb then refuses GSO
+/// with EINVAL, as it refuses a device that cannot segment with EIO.
+fn no_check(io: &UdpIo) {
+    let one: libc::c_int = 1;
+    // SAFETY: the kernel reads one c_int from `one`.
+    let r = unsafe {
+        libc::setsockopt(
+            io.socket().as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_NO_CHECK,
+            (&raw const one).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0);
+}
+
 fn pair(tx: Offload, rx: Offload) -> (UdpIo, UdpIo, SocketAddr) {
     let r = UdpSocket::bind("127.0.0.1:0").unwrap();
     big_rcvbuf(&r);
@@ -137,20 +154,7 @@ fn with_no_batching_every_datagram_is_its_own_call() {
 #[test]
 fn a_gso_send_the_kernel_refuses_goes_by_sendmmsg_and_gso_stays_off() {
     let (mut tx, mut rx, _) = pair(Offload::ALL, Offload::ALL);
-    // SO_NO_CHECK (no transmit checksums): udp_send_skb refuses GSO with
-    // EINVAL, as it refuses a device that cannot segment with EIO.
-    let one: libc::c_int = 1;
-    // SAFETY: the kernel reads one c_int from `one`.
-    let r = unsafe {
-        libc::setsockopt(
-            tx.socket().as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_NO_CHECK,
-            (&raw const one).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(r, 0);
+    no_check(&tx);
     assert_eq!(tx.send_path(), SendPath::Gso);
     let buf = payload(30, SEG);
     assert_eq!(send_all(&mut tx, None, &buf), 30);
@@ -192,18 +196,7 @@ fn separate_buffers_of_one_size_go_as_one_gso_send_with_their_boundaries() {
 #[test]
 fn separate_buffers_the_kernel_refuses_to_segment_go_by_sendmmsg() {
     let (mut tx, mut rx, _) = pair(Offload::ALL, Offload::ALL);
-    let one: libc::c_int = 1;
-    // SAFETY: the kernel reads one c_int from `one` (SO_NO_CHECK: see above).
-    let r = unsafe {
-        libc::setsockopt(
-            tx.socket().as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_NO_CHECK,
-            (&raw const one).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(r, 0);
+    no_check(&tx);
     let buf = payload(30, SEG);
     assert_eq!(tx.send_datagrams(None, &pieces(&buf)).unwrap(), 30);
     assert_eq!(tx.stats().gso_refused, 1);
