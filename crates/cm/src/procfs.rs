@@ -47,6 +47,27 @@ pub fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
     Ok(Duration::from_millis(ticks * 1000 / USER_HZ))
 }
 
+/// CPU time of the live threads of process `pid` to the nanosecond: the sum
+/// of `/proc/<pid>/task/*/schedstat`'s run times, where [`cpu_time`] counts
+/// in clock ticks (10 ms). Threads that have exited are not counted, so it
+/// suits a process whose threads live as long as it does (the daemon);
+/// [`cpu_time`] when the scheduler statistics are not readable.
+pub fn threads_cpu_time(pid: u32) -> anyhow::Result<Duration> {
+    let dir = format!("/proc/{pid}/task");
+    let sum = std::fs::read_dir(&dir).ok().and_then(|tasks| {
+        let mut ns = 0u64;
+        for t in tasks {
+            let text = std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok()?;
+            ns += text.split_whitespace().next()?.parse::<u64>().ok()?;
+        }
+        Some(ns)
+    });
+    match sum {
+        Some(ns) => Ok(Duration::from_nanos(ns)),
+        None => cpu_time(pid),
+    }
+}
+
 /// A `kB` line of `/proc/<pid>/status`, in bytes (0 if absent).
 fn status_kib(status: &str, key: &str) -> u64 {
     status
@@ -93,6 +114,21 @@ mod tests {
     fn this_process_is_readable() {
         let s = sample(std::process::id()).unwrap();
         assert!(s.rss > 0 && s.fds > 0);
+    }
+
+    #[test]
+    fn thread_cpu_time_resolves_what_ticks_cannot() {
+        let pid = std::process::id();
+        let t0 = threads_cpu_time(pid).unwrap();
+        // 2 ms of this thread's CPU: under one 10 ms tick.
+        let start = cm_clock::thread_cpu();
+        let mut x = 0u64;
+        while cm_clock::thread_cpu().saturating_sub(start) < Duration::from_millis(2) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let t1 = threads_cpu_time(pid).unwrap();
+        assert!(t1 > t0, "{t0:?} -> {t1:?}");
+        assert!(t1 - t0 >= Duration::from_millis(1), "{:?}", t1 - t0);
     }
 
     #[test]

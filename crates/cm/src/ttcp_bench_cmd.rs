@@ -39,7 +39,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         anyhow::bail!("--repeat must be > 0");
     }
     // The daemon in its own process, as users run it; its CPU is read from
-    // /proc.
+    // /proc (its threads' scheduler statistics, to the nanosecond).
     let daemon = if a.no_daemon {
         None
     } else {
@@ -72,7 +72,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         repeat: a.repeat,
     };
     let pid = daemon.as_ref().map(DaemonProcess::pid);
-    let daemon_cpu = move || pid.and_then(|p| crate::procfs::cpu_time(p).ok());
+    let daemon_cpu = move || pid.and_then(|p| crate::procfs::threads_cpu_time(p).ok());
     eprintln!(
         "cm ttcp bench: {} per transfer, {} raw datagrams of 1200 B, on loopback, {} round(s)",
         cm_report::fmt::bytes(bytes),
