@@ -7,25 +7,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-use cm_core::{
-    Bytes, Config, CongestionManager, Duration, Event, Feedback, FlowId, Instant, LossMode,
-    OpenParams,
-};
+use cm_core::{Bytes, CongestionManager, Duration, Event, Feedback, FlowId, Instant, LossMode};
 
 const MTU: u64 = 1460;
 
-fn one_flow() -> (CongestionManager, FlowId) {
-    let mut cm = CongestionManager::new(Config::default()).unwrap();
-    let c = cm.register_client(Instant::ZERO).unwrap();
-    let f = cm
-        .open(
-            Instant::ZERO,
-            c,
-            OpenParams::to("127.0.0.1:9".parse().unwrap()),
-        )
-        .unwrap();
-    (cm, f)
-}
+mod common;
+use common::one_flow;
 
 fn window(cm: &CongestionManager, f: FlowId) -> u64 {
     cm.macroflow_info(cm.macroflow_of(f).unwrap())

@@ -9,10 +9,11 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use cm_core::controller::{AimdConfig, ControllerConfig};
 use cm_core::{
-    Aging, Bytes, Config, CongestionManager, Duration, Event, Feedback, FlowId, Instant,
-    OpenParams, Rate,
+    Aging, Bytes, Config, CongestionManager, Duration, Event, Feedback, FlowId, Instant, Rate,
 };
 
 const MTU: u64 = 1460;
@@ -106,9 +107,7 @@ fn fixed_rate(rate: Rate, slack: Duration) -> CongestionManager {
 /// Open a flow, and give its macroflow an RTT sample (and so its rate) at
 /// time RTT.
 fn open_and_sample(cm: &mut CongestionManager) -> FlowId {
-    let c = cm.register_client(Instant::ZERO).unwrap();
-    let dst = OpenParams::to("192.0.2.1:9".parse().unwrap());
-    let f = cm.open(Instant::ZERO, c, dst).unwrap();
+    let f = common::open_flow(cm, "192.0.2.1:9");
     cm.request(Instant::ZERO, f).unwrap();
     while let Some(ev) = cm.poll_event() {
         if let Event::Grant { bytes, .. } = ev {

@@ -32,19 +32,8 @@ use cm_core::{
     Bytes, Config, CongestionManager, Duration, Event, Feedback, FlowId, Instant, OpenParams,
 };
 
-/// A CM with one client and one flow to 127.0.0.1, at time zero.
-fn one_flow() -> (CongestionManager, FlowId) {
-    let mut cm = CongestionManager::new(Config::default()).unwrap();
-    let c = cm.register_client(Instant::ZERO).unwrap();
-    let f = cm
-        .open(
-            Instant::ZERO,
-            c,
-            OpenParams::to("127.0.0.1:9".parse().unwrap()),
-        )
-        .unwrap();
-    (cm, f)
-}
+mod common;
+use common::one_flow;
 
 /// Ask for `k` MTUs and send each grant at once (one notify per grant: each
 /// answers the oldest one). Returns the bytes sent.

@@ -27,31 +27,17 @@ impl UdpIo {
                 "send_segments: an empty buffer or a zero segment size",
             ));
         }
-        let addr = dst.map(RawAddr::new);
-        let count = buf.len().div_ceil(segment);
-        if self.path == SendPath::Gso && count > 1 {
-            if let Ok(seg16) = u16::try_from(segment) {
-                match self.send_gso_runs(addr.as_ref(), buf, segment, seg16) {
-                    Ok(n) => return Ok(n),
-                    Err(e) if gso_refusal(&e) => {
-                        // The kernel or the device cannot segment: never
-                        // again on this socket; this batch goes by sendmmsg.
-                        self.stats.gso_refused += 1;
-                        self.path = self.fallback();
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        let mut msgs: [(Option<&RawAddr>, &[u8]); MAX_BATCH] = [(None, &[]); MAX_BATCH];
+        // Each run of up to MAX_BATCH datagrams goes as separate slices of
+        // `buf` (one `iovec` each), by GSO where it can.
         let mut sent = 0;
         for chunk in buf.chunks(segment * MAX_BATCH) {
+            let mut parts: [&[u8]; MAX_BATCH] = [&[]; MAX_BATCH];
             let mut n = 0;
-            for d in chunk.chunks(segment) {
-                msgs[n] = (addr.as_ref(), d);
+            for (p, d) in parts.iter_mut().zip(chunk.chunks(segment)) {
+                *p = d;
                 n += 1;
             }
-            match self.send_raw(&msgs[..n]) {
+            match self.send_datagrams(dst, &parts[..n]) {
                 Ok(k) => {
                     sent += k;
                     if k < n {
@@ -143,31 +129,9 @@ impl UdpIo {
         Ok(sent)
     }
 
-    /// GSO sends of `buf` in runs of at most [`MAX_BATCH`] segments and
-    /// [`MAX_GSO_BYTES`] bytes.
-    fn send_gso_runs(
-        &mut self,
-        addr: Option<&RawAddr>,
-        buf: &[u8],
-        segment: usize,
-        seg16: u16,
-    ) -> io::Result<usize> {
-        let per_call = (MAX_GSO_BYTES / segment).clamp(1, MAX_BATCH);
-        let mut sent = 0;
-        for run in buf.chunks(segment * per_call) {
-            match self.gso_call(addr, &[run], run.len().div_ceil(segment), seg16, sent)? {
-                Some(n) => sent += n,
-                None => break,
-            }
-        }
-        if sent == 0 {
-            return Err(io::ErrorKind::Interrupted.into());
-        }
-        Ok(sent)
-    }
-
     /// GSO sends of `bufs` (one datagram each, all of `segment` bytes but
-    /// the last) in runs as [`UdpIo::send_gso_runs`] makes them.
+    /// the last) in runs of at most [`MAX_BATCH`] datagrams and
+    /// [`MAX_GSO_BYTES`] bytes.
     fn send_gso_vectored(
         &mut self,
         addr: Option<&RawAddr>,
@@ -178,7 +142,7 @@ impl UdpIo {
         let per_call = (MAX_GSO_BYTES / segment).clamp(1, MAX_BATCH);
         let mut sent = 0;
         for run in bufs.chunks(per_call) {
-            match self.gso_call(addr, run, run.len(), seg16, sent)? {
+            match self.gso_call(addr, run, seg16, sent)? {
                 Some(n) => sent += n,
                 None => break,
             }
@@ -189,17 +153,17 @@ impl UdpIo {
         Ok(sent)
     }
 
-    /// One GSO call of `count` datagrams laid out in `iov`, after `before`
-    /// went in this batch: `Some(count)` when it went, `None` to stop the
-    /// batch here (what went is reported), or the error when nothing went.
+    /// One GSO call of the datagrams of `iov`, after `before` went in this
+    /// batch: `Some(count)` when it went, `None` to stop the batch here
+    /// (what went is reported), or the error when nothing went.
     fn gso_call(
         &mut self,
         addr: Option<&RawAddr>,
         iov: &[&[u8]],
-        count: usize,
         seg16: u16,
         before: usize,
     ) -> io::Result<Option<usize>> {
+        let count = iov.len();
         self.stats.send_calls += 1;
         let r = if count > 1 {
             sys::send_gso(self.sock.as_raw_fd(), addr, iov, seg16)

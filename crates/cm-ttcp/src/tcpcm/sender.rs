@@ -330,27 +330,18 @@ impl Engine<'_, '_> {
         // loss) goes to the CM as one `cm_update` (`Feedback::absorb`).
         let mut folded: Option<cm_core::Feedback> = None;
         while let Some(call) = c.tcp.poll_cm() {
-            let call = match call {
-                CmCall::Update(fb) => match &mut folded {
-                    Some(p) => {
-                        if p.absorb(&fb) {
-                            continue;
-                        }
-                        CmCall::Update(std::mem::replace(p, fb))
-                    }
-                    None => {
-                        folded = Some(fb);
-                        continue;
-                    }
-                },
-                other => match folded.take() {
-                    Some(p) => {
-                        call_cm(self.cm, c, CmCall::Update(p))?;
-                        other
-                    }
-                    None => other,
-                },
-            };
+            if let CmCall::Update(fb) = call {
+                if folded.as_mut().is_some_and(|p| p.absorb(&fb)) {
+                    continue;
+                }
+                if let Some(p) = folded.replace(fb) {
+                    call_cm(self.cm, c, CmCall::Update(p))?;
+                }
+                continue;
+            }
+            if let Some(p) = folded.take() {
+                call_cm(self.cm, c, CmCall::Update(p))?;
+            }
             call_cm(self.cm, c, call)?;
         }
         if let Some(p) = folded {

@@ -103,10 +103,8 @@ impl CcUdpSocket {
     /// Feedback for the flow, folded with the rest of the receive batch's
     /// into one `cm_update` (`Feedback::absorb`: losses go on their own).
     fn feedback(&mut self, cm: &mut Cm, fb: cm_core::Feedback) -> io::Result<()> {
-        if let Some(p) = &mut self.folded {
-            if p.absorb(&fb) {
-                return Ok(());
-            }
+        if self.folded.as_mut().is_some_and(|p| p.absorb(&fb)) {
+            return Ok(());
         }
         match self.folded.replace(fb) {
             Some(p) => self.report(cm, p),

@@ -139,19 +139,15 @@ impl CcUdpSocket {
                 (len, cm.enqueue_with(flow, len, |out| h.encode(buf, out)))
             }
         };
-        match (r, &header) {
-            (Ok(()), Header::CcUdp(_)) => {
-                if let Some(p) = &mut self.peer {
-                    p.acct.on_queued(len);
-                }
-                Ok(())
-            }
-            (Ok(()), Header::Cm(_)) => Ok(()),
-            (Err(e), h) => {
-                self.proto.unqueue(matches!(h, Header::Cm(_)));
-                Err(e)
-            }
+        let cm_header = matches!(header, Header::Cm(_));
+        if let Err(e) = r {
+            self.proto.unqueue(cm_header);
+            return Err(e);
         }
+        if let (Some(p), false) = (&mut self.peer, cm_header) {
+            p.acct.on_queued(len);
+        }
+        Ok(())
     }
 
     /// The header for a payload of `len` bytes: the CM protocol's once the
