@@ -12,6 +12,10 @@ Inputs:
   --real-dir DIR  the checked-in results of the real-network experiments
                   (default experiments/results/real; they need root and are
                   not deterministic, so they are run by hand and checked in)
+  --referee-dir DIR  the checked-in ns-2 referee blocks, `<name>.json` each
+                  (default experiments/results/referee, written by
+                  `scripts/ns2-referee.sh` with OUT=DIR); a block in an
+                  experiment's own JSON (`cm experiment --referee`) wins
   --list FILE     the output of `cm experiment list`: every experiment listed
                   must get a section (one without results gets a placeholder)
 
@@ -199,6 +203,21 @@ unreproduced ratio.
 """
 
 
+# The checked-in ns-2 referee blocks, by experiment (--referee-dir).
+REFEREE = {}
+
+
+def load_referee(d):
+    """{name: referee block} for every <name>.json in d."""
+    out = {}
+    for p in sorted(pathlib.Path(d).glob("*.json")):
+        with open(p, encoding="utf-8") as f:
+            doc = json.load(f)
+        if isinstance(doc, dict) and "conditions" in doc:
+            out[doc.get("experiment", p.stem)] = doc
+    return out
+
+
 def load_dir(d):
     """{name: json} for every <name>.json in d."""
     out = {}
@@ -268,6 +287,33 @@ def checks_table(doc):
     return "\n".join(rows)
 
 
+def fmt_metric(metric, v):
+    if not isinstance(v, (int, float)):
+        return str(v)
+    if metric == "goodput_bps":
+        return f"{v / 1e3:.1f} kbit/s"
+    if metric == "completion_s":
+        return f"{v:.3f} s"
+    return f"{v:.3f}"
+
+
+def referee_table(block):
+    rows = [
+        "| condition | seeds | ours | ns-2 | Δ | drops ours / ns-2 | Δ drops | paper | within 10% / 20% |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in block.get("conditions", []):
+        m = c.get("metric")
+        rows.append(
+            f"| {cell(c.get('condition'))} | {c.get('seeds')} | {fmt_metric(m, c.get('ours'))} | "
+            f"{fmt_metric(m, c.get('ns2'))} | {100 * c.get('delta', 0):+.1f}% | "
+            f"{c.get('ours_drops', 0):.1f} / {c.get('ns2_drops', 0):.1f} | "
+            f"{100 * c.get('drops_delta', 0):+.1f}% | {cell(c.get('paper_text') or '—')} | "
+            f"{'yes' if c.get('pass') else '**no**'} |"
+        )
+    return "\n".join(rows)
+
+
 def passed(doc):
     cs = doc.get("checks", [])
     return sum(1 for c in cs if c.get("pass")), len(cs)
@@ -316,6 +362,13 @@ def section(name, doc, real, desc):
         s += [f"Figure: ![{name}](../experiments/results/real/{name}.svg)", ""]
     else:
         s += [f"Figure: `out/{name}.svg` (with `out/{name}.csv`), written by the command.", ""]
+    block = doc.get("referee") or REFEREE.get(name)
+    if block:
+        s.append(
+            f"Referee: the baseline in {block.get('simulator', 'ns-2')} and here, "
+            "means over seeds (`scripts/ns2-referee.sh`; docs/referee.md):"
+        )
+        s += ["", referee_table(block), ""]
     notes = doc.get("notes", [])
     if notes:
         s.append("Notes (from the experiment's JSON):")
@@ -409,12 +462,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out-dir", required=True, help="`cm experiment all --out` directory")
     ap.add_argument("--real-dir", default=str(ROOT / "experiments/results/real"))
+    ap.add_argument("--referee-dir", default=str(ROOT / "experiments/results/referee"))
     ap.add_argument("--list", help="output of `cm experiment list`")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--write", metavar="FILE", help="write the document here")
     g.add_argument("--check", metavar="FILE", help="exit 1 if FILE differs")
     a = ap.parse_args()
 
+    REFEREE.update(load_referee(a.referee_dir))
     real = load_dir(a.real_dir)
     sim = {k: v for k, v in load_dir(a.out_dir).items() if k not in real}
     if not sim:

@@ -48,6 +48,9 @@ python3 scripts/experiments-doc.py --out-dir "$exp_out" --list "$exp_out/list.tx
   --check docs/experiments.md
 echo ok
 
+step "ns-2 referee: the simulated figures' baselines in ns-2 and here, side by side (full, ~30 s)"
+./scripts/ns2-referee.sh
+
 step "the README's short commands, as written (daemon + cm flow + cm stat, CC-UDP example, C example)"
 ./scripts/readme-commands.sh
 

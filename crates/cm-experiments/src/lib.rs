@@ -16,6 +16,8 @@
 //! | [`probe`] | probe-driven CM hosts: the CM protocol (`cm-proto`) between a sender CM and a receiver CM |
 //! | [`scenario`] | a scenario as TOML: bottleneck, access links, flows |
 //! | [`simulate`] | runs a scenario and summarises it ([`simulate::ScenarioResult`]) |
+//! | [`referee`] | ns-2 runs the baseline half of each simulated figure beside ours |
+//! | [`ns2`] | the same scenario's baseline flows in ns-2 (the papers' simulator), as a referee |
 //! | [`experiments`] | the papers' experiments: `aging/`, `layered_audio/`, `scheduler/` (each a report module plus its `simulation`), `tcp_friendly`, `sharing`, `web4`, `seq_trace` |
 //! | [`plot`], [`progress`], [`seeded`] | SVG figures, the progress bar and worker pool, seeded draws |
 //!
@@ -41,9 +43,11 @@
 pub mod alf;
 pub mod experiments;
 pub mod hosts;
+pub mod ns2;
 pub mod plot;
 pub mod probe;
 pub mod progress;
+pub mod referee;
 pub mod scenario;
 pub mod seeded;
 pub mod simulate;

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use anyhow::Context;
 use cm_experiments::experiments::{self, EXPERIMENTS, Opts};
+use cm_experiments::referee::{self, Select};
 
 /// Arguments of `cm experiment`.
 #[derive(Debug, clap::Args)]
@@ -21,6 +23,12 @@ pub struct ExperimentArgs {
     /// Worker threads for multi-run sweeps.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
+    /// Also referee the experiment's baseline with ns-2 (`cm referee`,
+    /// with SACK cases too) and add the `referee` block to its JSON. Needs
+    /// ns-2 (`apt-get install ns2`); experiments without a referee are
+    /// left as they are.
+    #[arg(long)]
+    pub referee: bool,
 }
 
 /// Runs `cm experiment`.
@@ -77,6 +85,9 @@ fn run_each(
         let t0 = Instant::now();
         let o = run(n)?;
         experiments::write(&o, &a.out)?;
+        if a.referee && referee::EXPERIMENTS.contains(&n) {
+            add_referee(a, n)?;
+        }
         print_checks(n, &o);
         eprintln!(
             "{n}: {:.1} s, wrote {}/{n}.{{csv,svg,json}}",
@@ -104,4 +115,27 @@ fn print_checks(n: &str, o: &experiments::Output) {
             if c.pass { "PASS" } else { "FAIL" }
         );
     }
+}
+
+/// Runs `n`'s referee cases (ns-2 and ours) and adds their block to
+/// `<out>/<n>.json` under `referee`.
+fn add_referee(a: &ExperimentArgs, n: &str) -> anyhow::Result<()> {
+    let sel = Select {
+        quick: a.quick,
+        seeds: if a.quick { 2 } else { 10 },
+        sack: true,
+    };
+    let cases = referee::cases(Some(n), sel)?;
+    let verdicts = referee::judge(&cases, a.threads.max(1), false)?;
+    let path = a.out.join(format!("{n}.json"));
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let mut doc: serde_json::Value = serde_json::from_str(&text)?;
+    if let Some(obj) = doc.as_object_mut() {
+        obj.insert("referee".into(), referee::block(n, &verdicts));
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&doc)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    println!("{}", referee::table(&verdicts));
+    Ok(())
 }

@@ -10,6 +10,7 @@ mod experiment_cmd;
 mod flow_cmd;
 mod procfs;
 mod query_cmd;
+mod referee_cmd;
 mod sim_cmd;
 mod soak;
 mod stat_cmd;
@@ -39,6 +40,9 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Run a paper experiment (or `all`, or `list`): CSV, SVG and JSON out.
     Experiment(experiment_cmd::ExperimentArgs),
+    /// Referee the simulated figures' baselines with ns-2 (the papers'
+    /// simulator): ours, ns-2's and the paper's figure side by side.
+    Referee(referee_cmd::RefereeArgs),
     /// Show the CM daemon's macroflows and, under each, its flows (window,
     /// rate, srtt, rttvar, loss, bytes in flight, share, owner).
     Stat(stat_cmd::StatArgs),
@@ -72,6 +76,13 @@ fn main() -> std::process::ExitCode {
         Command::Demo(a) => ok(demo::run(&a)),
         Command::Sim(a) => ok(sim_cmd::run_sim(&a)),
         Command::Experiment(a) => ok(experiment_cmd::run_experiment(&a)),
+        Command::Referee(a) => referee_cmd::run(&a).map(|pass| {
+            if pass {
+                std::process::ExitCode::SUCCESS
+            } else {
+                std::process::ExitCode::from(1)
+            }
+        }),
         Command::Stat(a) => ok(stat_cmd::run(&a)),
         Command::Top(a) => ok(top_cmd::run(&a)),
         Command::Query(a) => query_cmd::run(&a),

@@ -16,6 +16,13 @@ pub struct SimArgs {
     /// Override the scenario's duration, seconds.
     #[arg(long)]
     pub duration: Option<f64>,
+    /// Run the scenario in ns-2 (the papers' simulator, `apt-get install
+    /// ns2`) instead: NewReno, SACK, web and CBR flows only.
+    #[arg(long, conflicts_with = "tcl")]
+    pub ns2: bool,
+    /// Print the ns-2 Tcl script of the scenario and exit.
+    #[arg(long)]
+    pub tcl: bool,
 }
 
 /// Runs `cm sim`.
@@ -28,6 +35,15 @@ pub fn run_sim(a: &SimArgs) -> anyhow::Result<()> {
     }
     if let Some(d) = a.duration {
         s.duration = d;
+    }
+    if a.tcl {
+        print!("{}", cm_experiments::ns2::tcl::script(&s)?);
+        return Ok(());
+    }
+    if a.ns2 {
+        let r = cm_experiments::ns2::run(&s)?;
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(());
     }
     let r = run(&s)?;
     println!("{}", serde_json::to_string_pretty(&r)?);

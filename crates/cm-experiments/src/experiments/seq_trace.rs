@@ -11,16 +11,17 @@ use serde_json::json;
 use super::{ExperimentError, Opts, Output, base, check, progress};
 use crate::plot::{Plot, Series, Style};
 use crate::progress::par_map;
-use crate::scenario::{FlowSpec, Transport};
+use crate::scenario::{FlowSpec, Scenario, Transport};
 use crate::simulate::run_traced;
 
 /// A sequence trace, goodput (bit/s) and retransmit count.
 type TraceRun = (Vec<(f64, f64)>, f64, u64);
 
 /// Seeds whose mean goodput is compared.
-const SEEDS: u64 = 10;
+pub(crate) const SEEDS: u64 = 10;
 
-fn one(t: Transport, secs: f64, seed: u64) -> Result<TraceRun, ExperimentError> {
+/// One run's scenario: the traced transfer (`t`) with web background.
+pub(crate) fn scenario(t: Transport, secs: f64, seed: u64) -> Scenario {
     let mut s = base("seq-trace", 1_000_000, 60.0, secs, seed);
     let mut f = FlowSpec::new("test", t);
     f.host = Some("sender".into());
@@ -31,7 +32,14 @@ fn one(t: Transport, secs: f64, seed: u64) -> Result<TraceRun, ExperimentError> 
     w.dst = Some("webclient".into());
     w.think_s = Some(0.4);
     s.flows.push(w);
-    let (r, traces) = run_traced(&s)?;
+    s
+}
+
+/// Seconds of one run.
+pub(crate) const SECS: f64 = 10.0;
+
+fn one(t: Transport, secs: f64, seed: u64) -> Result<TraceRun, ExperimentError> {
+    let (r, traces) = run_traced(&scenario(t, secs, seed))?;
     let pts = traces
         .first()
         .and_then(|t| t.conns.first())
@@ -43,7 +51,7 @@ fn one(t: Transport, secs: f64, seed: u64) -> Result<TraceRun, ExperimentError> 
 /// Runs both transfers.
 pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
     // One 10 s run takes milliseconds: --quick runs it all too.
-    let secs = 10.0;
+    let secs = SECS;
     let jobs: Vec<(Transport, u64)> = [Transport::Tcpcm, Transport::Newreno]
         .into_iter()
         .flat_map(|t| (1..=SEEDS).map(move |s| (t, s)))

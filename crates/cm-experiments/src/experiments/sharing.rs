@@ -12,7 +12,7 @@ use serde_json::json;
 use super::{ExperimentError, Opts, Output, base, check, progress};
 use crate::plot::{Plot, Series, Style};
 use crate::progress::par_map;
-use crate::scenario::{FlowSpec, Transport};
+use crate::scenario::{FlowSpec, Scenario, Transport};
 use crate::simulate::run as run_scenario;
 
 /// Bottleneck rate (the paper's testbed rate is not what matters; 10 Mbit/s
@@ -23,7 +23,8 @@ pub const ONE_WAY_MS: f64 = 40.0;
 /// Object size.
 pub const OBJECT: u64 = 128 * 1024;
 
-fn transfer_times(t: Transport) -> Result<Vec<f64>, ExperimentError> {
+/// The nine fetches over `t`.
+pub(crate) fn scenario(t: Transport) -> Scenario {
     let mut s = base("sharing", RATE_BPS, ONE_WAY_MS, 6.0, 1);
     for k in 0..9 {
         let mut f = FlowSpec::new(&format!("get{}", k + 1), t);
@@ -33,7 +34,11 @@ fn transfer_times(t: Transport) -> Result<Vec<f64>, ExperimentError> {
         f.start = 0.5 * k as f64;
         s.flows.push(f);
     }
-    let r = run_scenario(&s)?;
+    s
+}
+
+fn transfer_times(t: Transport) -> Result<Vec<f64>, ExperimentError> {
+    let r = run_scenario(&scenario(t))?;
     Ok(r.flows
         .iter()
         .map(|f| f.completion_s.unwrap_or(f64::NAN))

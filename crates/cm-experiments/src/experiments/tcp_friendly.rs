@@ -16,7 +16,7 @@ use crate::progress::par_map;
 use crate::scenario::{FlowSpec, Scenario, Transport};
 use crate::simulate::run as run_scenario;
 
-const RATES: [u64; 7] = [
+pub(crate) const RATES: [u64; 7] = [
     100_000, 300_000, 500_000, 1_000_000, 3_000_000, 5_000_000, 10_000_000,
 ];
 
@@ -52,6 +52,19 @@ fn scenario(
     }
     s.set_delayed_acks(v.delayed_ack_ms);
     s
+}
+
+/// The baseline of one condition: the test flow as NewReno, with the web
+/// background, as the default run has it.
+pub(crate) fn baseline(rate: u64, one_way: f64, seed: u64, secs: f64) -> Scenario {
+    scenario(
+        rate,
+        one_way,
+        seed,
+        Transport::Newreno,
+        secs,
+        Variant::default(),
+    )
 }
 
 /// The default run's evidence for its largest deviations.

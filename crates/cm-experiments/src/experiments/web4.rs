@@ -15,18 +15,22 @@ use cm_report::stats::{jain, mean};
 use super::{ExperimentError, Opts, Output, base, check, progress};
 use crate::plot::{Plot, Series, Style};
 use crate::progress::par_map;
-use crate::scenario::{FlowSpec, Transport};
+use crate::scenario::{FlowSpec, Scenario, Transport};
 use crate::simulate::run as run_scenario;
+
+/// Seconds of one full run.
+pub(crate) const SECS: f64 = 30.0;
 
 /// CBR cross traffic, bit/s.
 pub const CBR_BPS: u64 = 100_000;
 
-fn one(
+/// One run's scenario: the four connections over `t`, with cross traffic.
+pub(crate) fn scenario(
     t: Transport,
     seed: u64,
     secs: f64,
     delayed_ack_ms: Option<u64>,
-) -> Result<(Vec<f64>, f64), ExperimentError> {
+) -> Scenario {
     let mut s = base("web4", 1_000_000, 60.0, secs, seed);
     // Seeded start jitter (up to 200 ms) is the only randomness.
     let mut rng = SimRng::seed_from_u64(seed);
@@ -44,7 +48,16 @@ fn one(
     c.rate_bps = Some(CBR_BPS);
     s.flows.push(c);
     s.set_delayed_acks(delayed_ack_ms);
-    let r = run_scenario(&s)?;
+    s
+}
+
+fn one(
+    t: Transport,
+    seed: u64,
+    secs: f64,
+    delayed_ack_ms: Option<u64>,
+) -> Result<(Vec<f64>, f64), ExperimentError> {
+    let r = run_scenario(&scenario(t, seed, secs, delayed_ack_ms))?;
     let tp: Vec<f64> = r.flows[..4].iter().map(|f| f.goodput_bps).collect();
     let loss = r.flows[..4].iter().map(|f| f.dropped_packets).sum::<u64>() as f64
         / r.flows[..4]
@@ -72,7 +85,7 @@ pub fn run_with(opts: &Opts, delayed_ack_ms: Option<u64>) -> Result<Output, Expe
     } else {
         "web4"
     };
-    let (seeds, secs) = if opts.quick { (2, 15.0) } else { (5, 30.0) };
+    let (seeds, secs) = if opts.quick { (2, 15.0) } else { (5, SECS) };
     let mut jobs = Vec::new();
     for seed in 1..=seeds {
         jobs.push((Transport::Newreno, seed));

@@ -1,0 +1,138 @@
+//! The baseline half of each simulated figure, as the experiments build it:
+//! every case takes its scenarios from the experiment's own builder, so the
+//! referee runs exactly what the figure runs.
+
+use super::{Case, Metric, Paper};
+use crate::experiments::{seq_trace, sharing, tcp_friendly, web4};
+use crate::scenario::{Scenario, ScenarioError, Transport};
+
+/// The scenario behind the layered-audio DropTail finding (no CM: two
+/// NewReno, a 150 kbit/s CBR and an 80 kbit/s stream of 1000-byte
+/// datagrams on the layered-audio path).
+const DROPTAIL_BIAS: &str = include_str!("../../../../experiments/scenarios/droptail-bias.toml");
+
+/// Which cases to build.
+#[derive(Clone, Copy, Debug)]
+pub struct Select {
+    /// Short scenarios, fewer conditions (the tests' variant).
+    pub quick: bool,
+    /// Seeds per condition (1..=seeds).
+    pub seeds: u64,
+    /// Run each TCP case with SACK too (ns-2's `Sack1` against ours).
+    pub sack: bool,
+}
+
+/// The experiments with a referee.
+pub const EXPERIMENTS: &[&str] = &[
+    "tcp-friendly",
+    "seq-trace",
+    "web4",
+    "sharing",
+    "layered-audio",
+];
+
+/// Turns SACK on for every TCP flow of `s`.
+fn with_sack(mut s: Scenario) -> Scenario {
+    for f in &mut s.flows {
+        if matches!(f.transport(), Ok(Transport::Newreno | Transport::Web)) {
+            f.sack = true;
+        }
+    }
+    s
+}
+
+fn names(prefix: &str, n: usize) -> Vec<String> {
+    (1..=n).map(|k| format!("{prefix}{k}")).collect()
+}
+
+/// The cases of `experiment` (or of every one in [`EXPERIMENTS`]).
+pub fn cases(experiment: Option<&str>, sel: Select) -> Result<Vec<Case>, ScenarioError> {
+    let mut out = Vec::new();
+    let want = |e: &str| experiment.is_none_or(|x| x == e);
+    let seeds: Vec<u64> = (1..=sel.seeds.max(1)).collect();
+    let sacks: &[bool] = if sel.sack { &[false, true] } else { &[false] };
+    for &sack in sacks {
+        let tag = if sack { ", SACK" } else { "" };
+        let build = |f: &dyn Fn(u64) -> Scenario| -> Vec<Scenario> {
+            seeds
+                .iter()
+                .map(|&s| if sack { with_sack(f(s)) } else { f(s) })
+                .collect()
+        };
+        if want("tcp-friendly") {
+            let (rates, delays, secs): (Vec<u64>, Vec<f64>, f64) = if sel.quick {
+                (vec![1_000_000], vec![60.0], 10.0)
+            } else {
+                (tcp_friendly::RATES.to_vec(), vec![60.0, 35.0], 20.0)
+            };
+            for &r in &rates {
+                for &d in &delays {
+                    out.push(Case {
+                        experiment: "tcp-friendly",
+                        condition: format!("{} kbit/s, {d} ms{tag}", r / 1000),
+                        runs: build(&|s| tcp_friendly::baseline(r, d, s, secs)),
+                        metric: Metric::Goodput(vec!["test".into()]),
+                        paper: None,
+                    });
+                }
+            }
+        }
+        if want("seq-trace") {
+            out.push(Case {
+                experiment: "seq-trace",
+                condition: format!("1 Mbit/s, 60 ms, web background{tag}"),
+                runs: build(&|s| seq_trace::scenario(Transport::Newreno, seq_trace::SECS, s)),
+                metric: Metric::Goodput(vec!["test".into()]),
+                paper: None,
+            });
+        }
+        if want("web4") {
+            let secs = if sel.quick { 15.0 } else { web4::SECS };
+            out.push(Case {
+                experiment: "web4",
+                condition: format!("4 NewReno connections, aggregate{tag}"),
+                runs: build(&|s| web4::scenario(Transport::Newreno, s, secs, None)),
+                metric: Metric::Goodput(names("conn", 4)),
+                paper: Some(Paper {
+                    value: 785_000.0,
+                    text: "785 kbit/s (Fig 14)",
+                }),
+            });
+        }
+        if want("sharing") {
+            // Deterministic in both simulators (no random source): one run.
+            let s = sharing::scenario(Transport::Newreno);
+            out.push(Case {
+                experiment: "sharing",
+                condition: format!("9 x 128 KB NewReno fetches, mean time{tag}"),
+                runs: vec![if sack { with_sack(s) } else { s }],
+                metric: Metric::Completion(names("get", 9)),
+                paper: None,
+            });
+        }
+        if want("layered-audio") && !sack {
+            // The scenario file already runs its TCPs with SACK.
+            let base = Scenario::from_toml(DROPTAIL_BIAS)?;
+            let secs = if sel.quick { 20.0 } else { base.duration };
+            out.push(Case {
+                experiment: "layered-audio",
+                condition: "smooth streams' loss / TCP's loss, no CM (droptail-bias)".into(),
+                runs: seeds
+                    .iter()
+                    .map(|&seed| {
+                        let mut s = base.clone();
+                        s.seed = seed;
+                        s.duration = secs;
+                        s
+                    })
+                    .collect(),
+                metric: Metric::LossRatio {
+                    smooth: vec!["cbr".into(), "audio".into()],
+                    tcp: vec!["tcp1".into(), "tcp2".into()],
+                },
+                paper: None,
+            });
+        }
+    }
+    Ok(out)
+}

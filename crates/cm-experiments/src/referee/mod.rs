@@ -1,0 +1,321 @@
+//! ns-2 as referee of the simulated figures' baselines: each [`Case`] is the
+//! NewReno (or CBR) half of one experiment's condition over several seeds;
+//! [`judge`] runs every scenario in this simulator and in ns-2
+//! ([`crate::ns2`]) and compares the figure's metric and the bottleneck's
+//! drops, averaged over seeds, beside the paper's figure where it gives
+//! one. `cm referee` and `scripts/ns2-referee.sh` are the front ends.
+//!
+//! Acceptance (issue 22): the metric within 10% of ns-2's and the drops
+//! within 20%, per condition, means over seeds.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::ns2::{self, Ns2Error};
+use crate::progress::{Progress, par_map};
+use crate::scenario::{Scenario, ScenarioError};
+use crate::simulate;
+
+pub mod cases;
+
+pub use cases::{EXPERIMENTS, Select, cases};
+
+/// Largest accepted |ours / ns-2 − 1| of the metric.
+pub const METRIC_TOLERANCE: f64 = 0.10;
+/// Largest accepted |ours / ns-2 − 1| of the bottleneck drops.
+pub const DROPS_TOLERANCE: f64 = 0.20;
+
+/// What a case compares.
+#[derive(Clone, Debug)]
+pub enum Metric {
+    /// Sum of the named flows' goodput, bit/s.
+    Goodput(Vec<String>),
+    /// Mean completion time of the named finite transfers, s.
+    Completion(Vec<String>),
+    /// Loss rate (dropped / sent) of the `smooth` flows over that of the
+    /// `tcp` flows: how much less often DropTail hits smooth streams.
+    LossRatio {
+        /// The constant-rate flows.
+        smooth: Vec<String>,
+        /// The TCP flows.
+        tcp: Vec<String>,
+    },
+}
+
+impl Metric {
+    /// Its name in tables and JSON.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Metric::Goodput(_) => "goodput_bps",
+            Metric::Completion(_) => "completion_s",
+            Metric::LossRatio { .. } => "smooth_loss_over_tcp_loss",
+        }
+    }
+}
+
+/// The paper's figure for a case's metric.
+#[derive(Clone, Copy, Debug)]
+pub struct Paper {
+    /// In the metric's unit.
+    pub value: f64,
+    /// As the paper states it.
+    pub text: &'static str,
+}
+
+/// One condition of one experiment: its baseline scenarios over seeds.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// The experiment (`cm experiment` name).
+    pub experiment: &'static str,
+    /// The condition, for people.
+    pub condition: String,
+    /// One scenario per seed.
+    pub runs: Vec<Scenario>,
+    /// What is compared.
+    pub metric: Metric,
+    /// The paper's figure, if it gives one.
+    pub paper: Option<Paper>,
+}
+
+/// Why the referee could not judge.
+#[derive(Debug, thiserror::Error)]
+pub enum RefereeError {
+    /// Our simulator failed.
+    #[error(transparent)]
+    Ours(#[from] ScenarioError),
+    /// ns-2 failed.
+    #[error(transparent)]
+    Ns2(#[from] Ns2Error),
+    /// A case names a flow its scenario lacks.
+    #[error("{0}")]
+    Case(String),
+}
+
+/// One simulator's view of one run: per flow (goodput, completion, sent,
+/// bottleneck drops), and the bottleneck's drops.
+struct View {
+    flows: Vec<(String, f64, Option<f64>, u64, u64)>,
+    drops: u64,
+}
+
+impl View {
+    fn ours(s: &Scenario) -> Result<View, RefereeError> {
+        let r = simulate::run(s)?;
+        let flows = r
+            .flows
+            .iter()
+            .map(|f| {
+                let d = r
+                    .bottleneck
+                    .drops_by_flow
+                    .get(&f.name)
+                    .copied()
+                    .unwrap_or(0);
+                (
+                    f.name.clone(),
+                    f.goodput_bps,
+                    f.completion_s,
+                    f.sent_packets,
+                    d,
+                )
+            })
+            .collect();
+        Ok(View {
+            flows,
+            drops: r.bottleneck.drops,
+        })
+    }
+
+    fn ns2(s: &Scenario) -> Result<View, RefereeError> {
+        let r = ns2::run(s)?;
+        let flows = r
+            .flows
+            .iter()
+            .map(|f| {
+                (
+                    f.name.clone(),
+                    f.goodput_bps,
+                    f.completion_s,
+                    f.sent_packets,
+                    f.drops,
+                )
+            })
+            .collect();
+        Ok(View {
+            flows,
+            drops: r.drops,
+        })
+    }
+
+    fn flow(&self, name: &str) -> Result<&(String, f64, Option<f64>, u64, u64), RefereeError> {
+        self.flows
+            .iter()
+            .find(|f| f.0 == name)
+            .ok_or_else(|| RefereeError::Case(format!("no flow {name:?} in the scenario")))
+    }
+
+    fn metric(&self, m: &Metric) -> Result<f64, RefereeError> {
+        Ok(match m {
+            Metric::Goodput(n) => n
+                .iter()
+                .map(|x| self.flow(x).map(|f| f.1))
+                .sum::<Result<f64, _>>()?,
+            Metric::Completion(n) => {
+                let t = n
+                    .iter()
+                    .map(|x| self.flow(x).map(|f| f.2.unwrap_or(f64::NAN)))
+                    .sum::<Result<f64, _>>()?;
+                t / n.len().max(1) as f64
+            }
+            Metric::LossRatio { smooth, tcp } => {
+                let loss = |n: &[String]| -> Result<f64, RefereeError> {
+                    let (mut d, mut s) = (0u64, 0u64);
+                    for x in n {
+                        let f = self.flow(x)?;
+                        d += f.4;
+                        s += f.3;
+                    }
+                    Ok(d as f64 / s.max(1) as f64)
+                };
+                let t = loss(tcp)?;
+                if t > 0.0 { loss(smooth)? / t } else { f64::NAN }
+            }
+        })
+    }
+}
+
+/// A judged case: means over its seeds.
+#[derive(Clone, Debug, Serialize)]
+pub struct Verdict {
+    /// The experiment.
+    pub experiment: String,
+    /// The condition.
+    pub condition: String,
+    /// The metric's name.
+    pub metric: String,
+    /// Seeds run.
+    pub seeds: usize,
+    /// Ours, mean over seeds.
+    pub ours: f64,
+    /// ns-2's, mean over seeds.
+    pub ns2: f64,
+    /// ours / ns-2 − 1.
+    pub delta: f64,
+    /// Bottleneck drops, ours, mean over seeds.
+    pub ours_drops: f64,
+    /// Bottleneck drops, ns-2, mean over seeds.
+    pub ns2_drops: f64,
+    /// ours / ns-2 − 1 of the drops.
+    pub drops_delta: f64,
+    /// The paper's figure (metric unit), if it gives one.
+    pub paper: Option<f64>,
+    /// As the paper states it.
+    pub paper_text: Option<String>,
+    /// Metric within [`METRIC_TOLERANCE`] and drops within [`DROPS_TOLERANCE`].
+    pub pass: bool,
+}
+
+fn rel(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        if a == 0.0 { 0.0 } else { f64::INFINITY }
+    } else {
+        a / b - 1.0
+    }
+}
+
+/// Runs every case's scenarios in both simulators on `threads` workers.
+pub fn judge(cases: &[Case], threads: usize, quiet: bool) -> Result<Vec<Verdict>, RefereeError> {
+    let jobs: Vec<(usize, usize, bool)> = cases
+        .iter()
+        .enumerate()
+        .flat_map(|(c, k)| (0..k.runs.len()).flat_map(move |r| [(c, r, false), (c, r, true)]))
+        .collect();
+    let bar = Progress::new("referee", jobs.len(), quiet);
+    let views = par_map(&jobs, threads, &bar, |&(c, r, is_ns2)| {
+        let s = &cases[c].runs[r];
+        if is_ns2 { View::ns2(s) } else { View::ours(s) }
+    });
+    let mut acc: Vec<[(f64, f64); 2]> = vec![[(0.0, 0.0); 2]; cases.len()];
+    for (&(c, _, is_ns2), v) in jobs.iter().zip(views) {
+        let v = v?;
+        let m = v.metric(&cases[c].metric)?;
+        let a = &mut acc[c][usize::from(is_ns2)];
+        a.0 += m;
+        a.1 += v.drops as f64;
+    }
+    Ok(cases
+        .iter()
+        .zip(acc)
+        .map(|(k, [o, n])| {
+            let runs = k.runs.len().max(1) as f64;
+            let (ours, ns2) = (o.0 / runs, n.0 / runs);
+            let (od, nd) = (o.1 / runs, n.1 / runs);
+            let (delta, drops_delta) = (rel(ours, ns2), rel(od, nd));
+            Verdict {
+                experiment: k.experiment.to_string(),
+                condition: k.condition.clone(),
+                metric: k.metric.name().to_string(),
+                seeds: k.runs.len(),
+                ours,
+                ns2,
+                delta,
+                ours_drops: od,
+                ns2_drops: nd,
+                drops_delta,
+                paper: k.paper.map(|p| p.value),
+                paper_text: k.paper.map(|p| p.text.to_string()),
+                pass: delta.abs() <= METRIC_TOLERANCE && drops_delta.abs() <= DROPS_TOLERANCE,
+            }
+        })
+        .collect())
+}
+
+fn fmt_metric(metric: &str, v: f64) -> String {
+    match metric {
+        "goodput_bps" => format!("{:.1} kbit/s", v / 1e3),
+        "completion_s" => format!("{v:.3} s"),
+        _ => format!("{v:.3}"),
+    }
+}
+
+/// The verdicts as a markdown table: ours, ns-2's and the paper's figure
+/// side by side, with the deltas.
+pub fn table(verdicts: &[Verdict]) -> String {
+    let mut s = String::from(
+        "| experiment | condition | seeds | ours | ns-2 | Δ | drops ours | drops ns-2 | Δ drops | paper | within 10% / 20% |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for v in verdicts {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {:+.1}% | {:.1} | {:.1} | {:+.1}% | {} | {} |",
+            v.experiment,
+            v.condition,
+            v.seeds,
+            fmt_metric(&v.metric, v.ours),
+            fmt_metric(&v.metric, v.ns2),
+            v.delta * 100.0,
+            v.ours_drops,
+            v.ns2_drops,
+            v.drops_delta * 100.0,
+            v.paper_text.as_deref().unwrap_or("—"),
+            if v.pass { "yes" } else { "**no**" }
+        );
+    }
+    s
+}
+
+/// The `referee` block of `experiment`'s JSON: its verdicts.
+pub fn block(experiment: &str, verdicts: &[Verdict]) -> Value {
+    let rows: Vec<&Verdict> = verdicts
+        .iter()
+        .filter(|v| v.experiment == experiment)
+        .collect();
+    json!({
+        "experiment": experiment,
+        "simulator": "ns-2.35 (Debian ns2)",
+        "tolerance": {"metric": METRIC_TOLERANCE, "drops": DROPS_TOLERANCE},
+        "conditions": rows,
+    })
+}

@@ -1,0 +1,88 @@
+//! `cm referee`: run the baseline half of the simulated figures in ns-2 and
+//! in this simulator, and print them side by side with the paper's figure.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use cm_experiments::referee::{self, EXPERIMENTS, Select};
+
+/// Arguments of `cm referee`.
+#[derive(Debug, clap::Args)]
+pub struct RefereeArgs {
+    /// Experiments to referee (default: every one with a referee:
+    /// tcp-friendly, seq-trace, web4, sharing, layered-audio).
+    pub experiments: Vec<String>,
+    /// Short scenarios and fewer conditions (what the tests run).
+    #[arg(long)]
+    pub quick: bool,
+    /// Seeds per condition (default 10; 2 with --quick).
+    #[arg(long)]
+    pub seeds: Option<u64>,
+    /// Also run every TCP case with SACK (ours RFC 6675, ns-2 Sack1).
+    #[arg(long)]
+    pub sack: bool,
+    /// Write `referee.md` and one `<experiment>.json` referee block each here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Worker threads.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Exit with status 1 unless every condition is within the tolerances
+    /// (metric 10%, drops 20% of ns-2's).
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// Runs `cm referee`; `Ok(false)` when `--check` found a condition out of tolerance.
+pub fn run(a: &RefereeArgs) -> anyhow::Result<bool> {
+    for e in &a.experiments {
+        if !EXPERIMENTS.contains(&e.as_str()) {
+            bail!(
+                "no referee for {e:?} (experiments with one: {})",
+                EXPERIMENTS.join(", ")
+            );
+        }
+    }
+    if !cm_experiments::ns2::available() {
+        bail!(
+            "ns-2 is not installed: `{}` does not run (apt-get install ns2, or scripts/ns2-referee.sh as root; CM_NS2 names another binary)",
+            cm_experiments::ns2::binary().display()
+        );
+    }
+    let sel = Select {
+        quick: a.quick,
+        seeds: a.seeds.unwrap_or(if a.quick { 2 } else { 10 }),
+        sack: a.sack,
+    };
+    let mut cases = Vec::new();
+    if a.experiments.is_empty() {
+        cases = referee::cases(None, sel)?;
+    } else {
+        for e in &a.experiments {
+            cases.extend(referee::cases(Some(e), sel)?);
+        }
+    }
+    let verdicts = referee::judge(&cases, a.threads.max(1), false)?;
+    let table = referee::table(&verdicts);
+    println!("{table}");
+    let failed = verdicts.iter().filter(|v| !v.pass).count();
+    println!(
+        "{} of {} conditions within 10% (metric) and 20% (drops) of ns-2",
+        verdicts.len() - failed,
+        verdicts.len()
+    );
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let md = dir.join("referee.md");
+        std::fs::write(&md, &table).with_context(|| format!("writing {}", md.display()))?;
+        let mut names: Vec<&str> = verdicts.iter().map(|v| v.experiment.as_str()).collect();
+        names.dedup();
+        for n in names {
+            let p = dir.join(format!("{n}.json"));
+            let text = serde_json::to_string_pretty(&referee::block(n, &verdicts))?;
+            std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+        }
+        eprintln!("wrote {}", dir.display());
+    }
+    Ok(!a.check || failed == 0)
+}
