@@ -297,6 +297,12 @@ def fmt_metric(metric, v):
     return f"{v:.3f}"
 
 
+def pct(x):
+    """A relative difference as a signed percentage; JSON null (ns-2's figure
+    was 0) as "—"."""
+    return f"{100 * x:+.1f}%" if isinstance(x, (int, float)) else "—"
+
+
 def referee_table(block):
     rows = [
         "| condition | seeds | ours | ns-2 | Δ | drops ours / ns-2 | Δ drops | paper | within 10% / 20% |",
@@ -306,9 +312,9 @@ def referee_table(block):
         m = c.get("metric")
         rows.append(
             f"| {cell(c.get('condition'))} | {c.get('seeds')} | {fmt_metric(m, c.get('ours'))} | "
-            f"{fmt_metric(m, c.get('ns2'))} | {100 * c.get('delta', 0):+.1f}% | "
+            f"{fmt_metric(m, c.get('ns2'))} | {pct(c.get('delta'))} | "
             f"{c.get('ours_drops', 0):.1f} / {c.get('ns2_drops', 0):.1f} | "
-            f"{100 * c.get('drops_delta', 0):+.1f}% | {cell(c.get('paper_text') or '—')} | "
+            f"{pct(c.get('drops_delta'))} | {cell(c.get('paper_text') or '—')} | "
             f"{'yes' if c.get('pass') else '**no**'} |"
         )
     return "\n".join(rows)

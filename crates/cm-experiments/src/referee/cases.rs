@@ -11,6 +11,10 @@ use crate::scenario::{Scenario, ScenarioError, Transport};
 /// datagrams on the layered-audio path).
 const DROPTAIL_BIAS: &str = include_str!("../../../../experiments/scenarios/droptail-bias.toml");
 
+/// The same with ns's defaults: a queue of 7 packets, 1000-byte TCP packets.
+const DROPTAIL_BIAS_PACKETS: &str =
+    include_str!("../../../../experiments/scenarios/droptail-bias-packets.toml");
+
 /// Which cases to build.
 #[derive(Clone, Copy, Debug)]
 pub struct Select {
@@ -112,26 +116,31 @@ pub fn cases(experiment: Option<&str>, sel: Select) -> Result<Vec<Case>, Scenari
         }
         if want("layered-audio") && !sack {
             // The scenario file already runs its TCPs with SACK.
-            let base = Scenario::from_toml(DROPTAIL_BIAS)?;
-            let secs = if sel.quick { 20.0 } else { base.duration };
-            out.push(Case {
-                experiment: "layered-audio",
-                condition: "smooth streams' loss / TCP's loss, no CM (droptail-bias)".into(),
-                runs: seeds
-                    .iter()
-                    .map(|&seed| {
-                        let mut s = base.clone();
-                        s.seed = seed;
-                        s.duration = secs;
-                        s
-                    })
-                    .collect(),
-                metric: Metric::LossRatio {
-                    smooth: vec!["cbr".into(), "audio".into()],
-                    tcp: vec!["tcp1".into(), "tcp2".into()],
-                },
-                paper: None,
-            });
+            for (file, what) in [
+                (DROPTAIL_BIAS, "7500-byte queue"),
+                (DROPTAIL_BIAS_PACKETS, "7-packet queue, 1000-byte packets"),
+            ] {
+                let base = Scenario::from_toml(file)?;
+                let secs = if sel.quick { 20.0 } else { base.duration };
+                out.push(Case {
+                    experiment: "layered-audio",
+                    condition: format!("smooth streams' loss / TCP's loss, no CM, {what}"),
+                    runs: seeds
+                        .iter()
+                        .map(|&seed| {
+                            let mut s = base.clone();
+                            s.seed = seed;
+                            s.duration = secs;
+                            s
+                        })
+                        .collect(),
+                    metric: Metric::LossRatio {
+                        smooth: vec!["cbr".into(), "audio".into()],
+                        tcp: vec!["tcp1".into(), "tcp2".into()],
+                    },
+                    paper: None,
+                });
+            }
         }
     }
     Ok(out)
