@@ -54,17 +54,10 @@ fn scenario(
     s
 }
 
-/// The baseline of one condition: the test flow as NewReno, with the web
-/// background, as the default run has it.
-pub(crate) fn baseline(rate: u64, one_way: f64, seed: u64, secs: f64) -> Scenario {
-    scenario(
-        rate,
-        one_way,
-        seed,
-        Transport::Newreno,
-        secs,
-        Variant::default(),
-    )
+/// One run of one condition as the default sweep has it: the test flow
+/// over `t` (NewReno: the baseline; TCP/CM: the CM half), web background.
+pub(crate) fn default_run(rate: u64, one_way: f64, seed: u64, t: Transport, secs: f64) -> Scenario {
+    scenario(rate, one_way, seed, t, secs, Variant::default())
 }
 
 /// The default run's evidence for its largest deviations.

@@ -74,9 +74,12 @@ pub fn cases(experiment: Option<&str>, sel: Select) -> Result<Vec<Case>, Scenari
                     out.push(Case {
                         experiment: "tcp-friendly",
                         condition: format!("{} kbit/s, {d} ms{tag}", r / 1000),
-                        runs: build(&|s| tcp_friendly::baseline(r, d, s, secs)),
+                        runs: build(&|s| {
+                            tcp_friendly::default_run(r, d, s, Transport::Newreno, secs)
+                        }),
                         metric: Metric::Goodput(vec!["test".into()]),
                         paper: None,
+                        cm: None,
                     });
                 }
             }
@@ -88,6 +91,7 @@ pub fn cases(experiment: Option<&str>, sel: Select) -> Result<Vec<Case>, Scenari
                 runs: build(&|s| seq_trace::scenario(Transport::Newreno, seq_trace::SECS, s)),
                 metric: Metric::Goodput(vec!["test".into()]),
                 paper: None,
+                cm: None,
             });
         }
         if want("web4") {
@@ -101,6 +105,7 @@ pub fn cases(experiment: Option<&str>, sel: Select) -> Result<Vec<Case>, Scenari
                     value: 785_000.0,
                     text: "785 kbit/s (Fig 14)",
                 }),
+                cm: None,
             });
         }
         if want("sharing") {
@@ -112,6 +117,7 @@ pub fn cases(experiment: Option<&str>, sel: Select) -> Result<Vec<Case>, Scenari
                 runs: vec![if sack { with_sack(s) } else { s }],
                 metric: Metric::Completion(names("get", 9)),
                 paper: None,
+                cm: None,
             });
         }
         if want("layered-audio") && !sack {
@@ -139,9 +145,75 @@ pub fn cases(experiment: Option<&str>, sel: Select) -> Result<Vec<Case>, Scenari
                         tcp: vec!["tcp1".into(), "tcp2".into()],
                     },
                     paper: None,
+                    cm: None,
                 });
             }
         }
     }
+    relative(&mut out, experiment, sel);
     Ok(out)
+}
+
+/// The CM half against ns-2's baseline (without SACK, as the papers ran
+/// NewReno): `tcp-friendly` per condition, `seq-trace`, and `web4`, where
+/// one NewReno stands in for the four-connection macroflow (the claim of
+/// sigcomm1999 §4.1: an ensemble on the CM competes as one TCP).
+fn relative(out: &mut Vec<Case>, experiment: Option<&str>, sel: Select) {
+    let want = |e: &str| experiment.is_none_or(|x| x == e);
+    let seeds: Vec<u64> = (1..=sel.seeds.max(1)).collect();
+    let pair = |f: &dyn Fn(u64, Transport) -> Scenario| {
+        let base: Vec<Scenario> = seeds.iter().map(|&s| f(s, Transport::Newreno)).collect();
+        let cm: Vec<Scenario> = seeds.iter().map(|&s| f(s, Transport::Tcpcm)).collect();
+        (base, Some(cm))
+    };
+    if want("tcp-friendly") {
+        let (rates, delays, secs): (Vec<u64>, Vec<f64>, f64) = if sel.quick {
+            (vec![1_000_000], vec![60.0], 10.0)
+        } else {
+            (tcp_friendly::RATES.to_vec(), vec![60.0, 35.0], 20.0)
+        };
+        for &r in &rates {
+            for &d in &delays {
+                let (runs, cm) = pair(&|s, t| tcp_friendly::default_run(r, d, s, t, secs));
+                out.push(Case {
+                    experiment: "tcp-friendly",
+                    condition: format!("TCP/CM vs ns-2's NewReno, {} kbit/s, {d} ms", r / 1000),
+                    runs,
+                    metric: Metric::Goodput(vec!["test".into()]),
+                    paper: None,
+                    cm,
+                });
+            }
+        }
+    }
+    if want("seq-trace") {
+        let (runs, cm) = pair(&|s, t| seq_trace::scenario(t, seq_trace::SECS, s));
+        out.push(Case {
+            experiment: "seq-trace",
+            condition: "TCP/CM vs ns-2's NewReno, 1 Mbit/s, 60 ms, web background".into(),
+            runs,
+            metric: Metric::Goodput(vec!["test".into()]),
+            paper: None,
+            cm,
+        });
+    }
+    if want("web4") {
+        let secs = if sel.quick { 15.0 } else { web4::SECS };
+        let (mut runs, cm) = pair(&|s, t| web4::scenario(t, s, secs, None));
+        for s in &mut runs {
+            s.flows
+                .retain(|f| !matches!(f.name.as_str(), "conn2" | "conn3" | "conn4"));
+        }
+        out.push(Case {
+            experiment: "web4",
+            condition: "4 TCP/CM connections vs one ns-2 NewReno in their place".into(),
+            runs,
+            metric: Metric::Goodput(names("conn", 4)),
+            paper: Some(Paper {
+                value: 680_000.0,
+                text: "TCP/CM 680 kbit/s (Fig 14)",
+            }),
+            cm,
+        });
+    }
 }
