@@ -43,7 +43,7 @@ ConfigureNewReno(bool sack, uint32_t rcvBufBytes)
 
 // n senders behind router L, n receivers behind router R:
 //
-//   s_i --100M/1ms-- L ==== linkRate / 58 ms, DropTail `queue` ==== R --100M/1ms-- r_i
+//   s_i --100M/1ms-- L ==== linkRate / 58 ms (or as given), DropTail `queue` ==== R --100M/1ms-- r_i
 //
 // Sender i is 10.1.(i+1).1, receiver i 10.2.(i+1).2. No queue discs
 // anywhere: the device queues are the only queues (access queues 100000
@@ -60,7 +60,7 @@ struct Dumbbell
 };
 
 inline Dumbbell
-BuildDumbbell(uint32_t n, uint64_t linkRateBps, QueueSize queue)
+BuildDumbbell(uint32_t n, uint64_t linkRateBps, QueueSize queue, uint32_t bottleneckDelayMs = 58)
 {
     Dumbbell d;
     d.senders.Create(n);
@@ -73,7 +73,7 @@ BuildDumbbell(uint32_t n, uint64_t linkRateBps, QueueSize queue)
     access.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", StringValue("100000p"));
     PointToPointHelper bottleneck;
     bottleneck.SetDeviceAttribute("DataRate", DataRateValue(DataRate(linkRateBps)));
-    bottleneck.SetChannelAttribute("Delay", TimeValue(MilliSeconds(58)));
+    bottleneck.SetChannelAttribute("Delay", TimeValue(MilliSeconds(bottleneckDelayMs)));
     bottleneck.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", QueueSizeValue(queue));
 
     d.left.resize(n);

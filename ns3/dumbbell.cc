@@ -116,7 +116,7 @@ struct FlowCounters
     uint32_t maxCwnd = 0;
 };
 
-std::vector<FlowCounters> g_flow(2);
+std::vector<FlowCounters> g_flow;
 bool g_traceCwnd = false;
 
 void
@@ -296,6 +296,7 @@ main(int argc, char* argv[])
     bool pppCompensate = true;
     bool sack = false;
     uint32_t nFlows = 2;
+    uint32_t delayMs = 60;
 
     CommandLine cmd(__FILE__);
     cmd.AddValue("seed", "RNG run number (RngSeedManager::SetRun; seed is fixed to 1)", seed);
@@ -311,8 +312,16 @@ main(int argc, char* argv[])
                  "enable SACK (ns3::TcpSocketBase::Sack; RFC 2018 blocks, RFC 6675 "
                  "scoreboard on real SACK information instead of emulated SACK)",
                  sack);
+    cmd.AddValue("flows", "number of bulk flows (sender/receiver pairs)", nFlows);
+    cmd.AddValue("delayMs",
+                 "end-to-end one-way propagation delay in ms (bottleneck link delayMs - 2, "
+                 "two 1 ms access links); the queue is one BDP at RTT = 2 x delayMs",
+                 delayMs);
     cmd.AddValue("traceCwnd", "print cwnd/ssthresh/state/RTO changes to stderr", g_traceCwnd);
     cmd.Parse(argc, argv);
+    NS_ABORT_MSG_IF(nFlows == 0, "--flows must be >= 1");
+    NS_ABORT_MSG_IF(delayMs < 3, "--delayMs must be >= 3 (two 1 ms access links)");
+    g_flow.assign(nFlows, FlowCounters{});
 
     RngSeedManager::SetSeed(1);
     RngSeedManager::SetRun(seed);
@@ -322,13 +331,13 @@ main(int argc, char* argv[])
     cmns3::ConfigureNewReno(sack, 64u << 20);
 
     // ---- Topology ----
-    const uint64_t bdpBytes = rateBps * 120 / 1000 / 8; // B x 120 ms / 8
+    const uint64_t bdpBytes = rateBps * 2 * delayMs / 1000 / 8; // B x RTT / 8
     const uint64_t linkRate = pppCompensate ? rateBps * 1502 / 1500 : rateBps;
     const uint64_t queueBytes = pppCompensate ? bdpBytes * 1502 / 1500 : bdpBytes;
 
     // No queue discs anywhere: the device queues are the only queues.
     cmns3::Dumbbell d =
-        cmns3::BuildDumbbell(nFlows, linkRate, QueueSize(QueueSizeUnit::BYTES, queueBytes));
+        cmns3::BuildDumbbell(nFlows, linkRate, QueueSize(QueueSizeUnit::BYTES, queueBytes), delayMs - 2);
     NodeContainer& senders = d.senders;
     NodeContainer& receivers = d.receivers;
     NodeContainer& routers = d.routers;

@@ -229,6 +229,12 @@ pub struct FlowSpec {
     /// follows the SYN (`cm_transport::TcpConfig::sack`).
     #[serde(default)]
     pub sack: bool,
+    /// What NewReno halves into ssthresh on a loss: `flightsize` (default,
+    /// RFC 5681 / 6675), `pipe` (ns-3) or `cwnd` (Linux, ns-2); newreno and
+    /// web flows, and tcpcm flows only as far as TCP/CM has no window of
+    /// its own: none, so it is ignored there (`cm_transport::tcp::SsthreshRule`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssthresh: Option<String>,
     /// The controller of the flow's CM host, in the text form of
     /// [`cm_core::controller::spec`] (tcpcm, audio; see the module docs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -260,6 +266,7 @@ impl FlowSpec {
             think_s: None,
             trace: false,
             sack: false,
+            ssthresh: None,
             controller: None,
         }
     }

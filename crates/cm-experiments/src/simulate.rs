@@ -200,10 +200,16 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
         let ri = right.iter().position(|x| *x == f.dst_name()).unwrap_or(0);
         let dst = node_of(&right, &d.right_hosts, &f.dst_name()).unwrap_or(d.right_hosts[0]);
         let t = f.transport()?;
+        let ssthresh_rule = match f.ssthresh.as_deref().map(str::parse) {
+            Some(Err(e)) => return Err(ScenarioError::Invalid(format!("flow {:?}: {e}", f.name))),
+            Some(Ok(r)) => r,
+            None => cm_transport::tcp::SsthreshRule::default(),
+        };
         let tcp = TcpConfig {
             mss: s.mss,
             initial_window: f.initial_window.unwrap_or(2),
             sack: f.sack,
+            ssthresh_rule,
             ..TcpConfig::default()
         };
         if f.delayed_ack {

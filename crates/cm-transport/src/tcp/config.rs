@@ -26,6 +26,69 @@ pub enum Growth {
     ByteCounting,
 }
 
+/// What NewReno halves when it detects a loss: the new ssthresh on fast
+/// retransmit (and SACK recovery) and on a retransmission timeout is half
+/// of this, at least 2 SMSS. TCP/CM ([`CcMode::Cm`]) has no ssthresh of its
+/// own (the CM's controller owns the window) and ignores the rule.
+///
+/// The three rules agree when the window is full and nothing is SACKed;
+/// they differ once part of the flight has left the network (SACKed or
+/// declared lost) or when the sender does not fill cwnd.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SsthreshRule {
+    /// FlightSize = SND.NXT - SND.UNA, data sent and not cumulatively
+    /// acknowledged: RFC 5681 §3.1 eq. (4), RFC 6582 §3.2 step 2,
+    /// RFC 6675 §5 step (4.2).
+    #[default]
+    FlightSize,
+    /// The pipe: with SACK the RFC 6675 §4 SetPipe() estimate (bytes in
+    /// flight, neither SACKed nor deemed lost, retransmissions counted
+    /// again); without SACK, FlightSize less one SMSS per duplicate ACK
+    /// and the missing segment (what an emulated-SACK scoreboard counts).
+    /// ns-3.37's `TcpSocketBase` passes its `BytesInFlight()` (this pipe)
+    /// to `TcpNewReno::GetSsThresh`.
+    Pipe,
+    /// The congestion window, as Linux (`tcp_reno_ssthresh`:
+    /// `max(cwnd >> 1, 2)`) and ns-2 (`TcpAgent::slowdown`, `CLOSE_SSTHRESH_HALF`
+    /// of cwnd) do.
+    Cwnd,
+}
+
+impl SsthreshRule {
+    /// The rule's name in scenario files: `flightsize`, `pipe` or `cwnd`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SsthreshRule::FlightSize => "flightsize",
+            SsthreshRule::Pipe => "pipe",
+            SsthreshRule::Cwnd => "cwnd",
+        }
+    }
+}
+
+impl std::fmt::Display for SsthreshRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A string that names no [`SsthreshRule`].
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("unknown ssthresh rule {0:?} (expected flightsize, pipe or cwnd)")]
+pub struct ParseSsthreshRuleError(pub String);
+
+impl std::str::FromStr for SsthreshRule {
+    type Err = ParseSsthreshRuleError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "flightsize" => Ok(SsthreshRule::FlightSize),
+            "pipe" => Ok(SsthreshRule::Pipe),
+            "cwnd" => Ok(SsthreshRule::Cwnd),
+            _ => Err(ParseSsthreshRuleError(s.to_owned())),
+        }
+    }
+}
+
 /// Parameters of a TCP sender.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TcpConfig {
@@ -49,6 +112,8 @@ pub struct TcpConfig {
     pub initial_ssthresh: Option<u64>,
     /// cwnd growth rule (NewReno).
     pub growth: Growth,
+    /// What is halved into ssthresh on a loss (NewReno; TCP/CM ignores it).
+    pub ssthresh_rule: SsthreshRule,
     /// Lower bound of the RTO (default 200 ms as in Linux; RFC 6298 §2.4 says 1 s).
     pub min_rto: Duration,
     /// Upper bound of the RTO (RFC 6298 §2.5: at least 60 s).
@@ -85,6 +150,7 @@ impl Default for TcpConfig {
             initial_window: 2,
             initial_ssthresh: None,
             growth: Growth::AckCounting,
+            ssthresh_rule: SsthreshRule::FlightSize,
             min_rto: Duration::from_millis(200),
             max_rto: Duration::from_secs(60),
             initial_rto: Duration::from_secs(1),

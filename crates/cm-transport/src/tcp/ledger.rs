@@ -24,6 +24,10 @@ pub(crate) struct Resolved {
     /// acknowledged (the ACK is then unambiguous), timed from the newest
     /// fully acknowledged transmission.
     pub sample: Option<Duration>,
+    /// When the earliest transmission this ACK covers (fully or in part)
+    /// was sent; `None` if it covers none, i.e. only bytes sent before the
+    /// last timeout and not since.
+    pub eldest: Option<Instant>,
 }
 
 /// Transmissions since the last timeout, oldest first.
@@ -67,6 +71,7 @@ impl Ledger {
         let mut covered = 0;
         let mut ambiguous = false;
         let mut newest: Option<Instant> = None;
+        let mut eldest: Option<Instant> = None;
         let mut rexmits = 0;
         self.sent.retain_mut(|t| {
             if t.start >= ack {
@@ -75,6 +80,7 @@ impl Ledger {
             }
             let upto = t.end.min(ack);
             covered += upto - t.start;
+            eldest = Some(eldest.map_or(t.sent_at, |e| e.min(t.sent_at)));
             // Karn's algorithm (RFC 6298 §3): an ACK covering a
             // retransmitted byte gives no sample.
             ambiguous |= t.rexmit;
@@ -94,7 +100,11 @@ impl Ledger {
             .filter(|_| !ambiguous)
             .map(|t| now - t)
             .filter(|d| !d.is_zero());
-        Resolved { covered, sample }
+        Resolved {
+            covered,
+            sample,
+            eldest,
+        }
     }
 
     /// [`Ledger::on_ack`] when every held transmission is an original, so
@@ -103,11 +113,13 @@ impl Ledger {
     fn on_ack_in_order(&mut self, now: Instant, ack: u64) -> Resolved {
         let mut covered = 0;
         let mut newest = None;
+        let mut eldest = None;
         while let Some(t) = self.sent.front_mut() {
             if t.start >= ack {
                 break;
             }
             covered += t.end.min(ack) - t.start;
+            eldest = eldest.or(Some(t.sent_at));
             if t.end > ack {
                 t.start = ack;
                 break;
@@ -116,7 +128,11 @@ impl Ledger {
             self.sent.pop_front();
         }
         let sample = newest.map(|t| now - t).filter(|d| !d.is_zero());
-        Resolved { covered, sample }
+        Resolved {
+            covered,
+            sample,
+            eldest,
+        }
     }
 
     /// Forget everything (after a timeout every earlier transmission is

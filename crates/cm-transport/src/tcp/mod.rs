@@ -29,7 +29,10 @@ mod rtt;
 mod scoreboard;
 mod sender;
 
-pub use config::{CcMode, Growth, TcpConfig, TcpConfigError, TcpReceiverConfig};
+pub use config::{
+    CcMode, Growth, ParseSsthreshRuleError, SsthreshRule, TcpConfig, TcpConfigError,
+    TcpReceiverConfig,
+};
 pub use receiver::{TcpReceiver, TcpReceiverStats};
 pub use rtt::RttEstimator;
 pub use sender::{TcpSender, TcpStats, WriteError};

@@ -1,6 +1,15 @@
 //! NewReno's congestion window (RFC 5681 §3, RFC 6582 §3.2, RFC 3465).
 
-use super::config::Growth;
+use super::config::{Growth, SsthreshRule};
+
+/// What the sender knows of its flight when it detects a loss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LossState {
+    /// FlightSize: SND.NXT - SND.UNA (RFC 5681 §2).
+    pub flight: u64,
+    /// The pipe (see [`SsthreshRule::Pipe`]).
+    pub pipe: u64,
+}
 
 /// cwnd and ssthresh of one connection in NewReno mode.
 #[derive(Clone, Copy, Debug)]
@@ -9,6 +18,7 @@ pub(crate) struct NewRenoCc {
     pub ssthresh: u64,
     mss: u64,
     growth: Growth,
+    rule: SsthreshRule,
     /// RFC 3465 §2.1 bytes_acked in congestion avoidance.
     abc_acc: u64,
 }
@@ -19,12 +29,14 @@ impl NewRenoCc {
         initial_window: u64,
         ssthresh: Option<u64>,
         growth: Growth,
+        rule: SsthreshRule,
     ) -> Self {
         NewRenoCc {
             cwnd: initial_window * mss,
             ssthresh: ssthresh.unwrap_or(u64::MAX / 4),
             mss,
             growth,
+            rule,
             abc_acc: 0,
         }
     }
@@ -60,19 +72,32 @@ impl NewRenoCc {
         }
     }
 
-    /// Third duplicate ACK: RFC 6582 §3.2 step 2 / RFC 5681 §3.2 steps 2-3.
-    pub(crate) fn on_enter_recovery(&mut self, flight: u64) {
-        self.ssthresh = (flight / 2).max(2 * self.mss);
+    /// Half of what the rule measures, at least 2 SMSS (RFC 5681 §3.1
+    /// eq. (4) with FlightSize, or the pipe, or cwnd).
+    fn reduced(&self, at: LossState) -> u64 {
+        let base = match self.rule {
+            SsthreshRule::FlightSize => at.flight,
+            SsthreshRule::Pipe => at.pipe,
+            SsthreshRule::Cwnd => self.cwnd,
+        };
+        (base / 2).max(2 * self.mss)
+    }
+
+    /// Third duplicate ACK: RFC 6582 §3.2 step 2 / RFC 5681 §3.2 steps 2-3
+    /// (ssthresh per the [`SsthreshRule`]).
+    pub(crate) fn on_enter_recovery(&mut self, at: LossState) {
+        self.ssthresh = self.reduced(at);
         self.cwnd = self.ssthresh + 3 * self.mss;
         self.abc_acc = 0;
     }
 
     /// Entering SACK loss recovery: RFC 6675 §5 step (4.2),
     /// ssthresh = cwnd = FlightSize / 2 (with RFC 5681 eq. 4's floor of
-    /// 2 SMSS). cwnd then stays put for the whole recovery; what may be sent
-    /// is cwnd - pipe (step C).
-    pub(crate) fn on_enter_sack_recovery(&mut self, flight: u64) {
-        self.ssthresh = (flight / 2).max(2 * self.mss);
+    /// 2 SMSS; or half the pipe or cwnd per the [`SsthreshRule`]). cwnd then
+    /// stays put for the whole recovery; what may be sent is cwnd - pipe
+    /// (step C).
+    pub(crate) fn on_enter_sack_recovery(&mut self, at: LossState) {
+        self.ssthresh = self.reduced(at);
         self.cwnd = self.ssthresh;
         self.abc_acc = 0;
     }
@@ -97,12 +122,23 @@ impl NewRenoCc {
         self.cwnd = self.ssthresh.min(flight.max(self.mss) + self.mss);
     }
 
-    /// Retransmission timeout: RFC 5681 §3.1 eq. 4 and the loss window of
-    /// one segment. On a repeated timeout of the same data ssthresh is kept
-    /// (RFC 5681 §3.1, "not halved again").
-    pub(crate) fn on_timeout(&mut self, flight: u64, first: bool) {
+    /// Retransmission timeout: RFC 5681 §3.1 eq. (4) (per the
+    /// [`SsthreshRule`]) and the loss window of one segment. On a repeated
+    /// timeout of the same data ssthresh is kept (RFC 5681 §3.1, "held
+    /// constant").
+    ///
+    /// `in_recovery`: the timeout comes during a loss recovery (fast or
+    /// after an earlier timeout) whose reduction already answered this
+    /// congestion episode. ssthresh is then never raised: FlightSize still
+    /// counts the SACKed bytes that have left the network, and half of it
+    /// can exceed the ssthresh set when the recovery began. Linux keeps the
+    /// recovery's ssthresh (`tcp_enter_loss` recomputes it only in Open or
+    /// Disorder, or once `high_seq` is acknowledged); this takes the smaller
+    /// of the two.
+    pub(crate) fn on_timeout(&mut self, at: LossState, first: bool, in_recovery: bool) {
         if first {
-            self.ssthresh = (flight / 2).max(2 * self.mss);
+            let s = self.reduced(at);
+            self.ssthresh = if in_recovery { self.ssthresh.min(s) } else { s };
         }
         self.cwnd = self.mss;
         self.abc_acc = 0;
@@ -113,9 +149,15 @@ impl NewRenoCc {
 mod tests {
     use super::*;
 
+    const FS: SsthreshRule = SsthreshRule::FlightSize;
+
+    fn at(flight: u64, pipe: u64) -> LossState {
+        LossState { flight, pipe }
+    }
+
     #[test]
     fn slow_start_then_avoidance_with_ack_counting() {
-        let mut c = NewRenoCc::new(1000, 2, Some(4000), Growth::AckCounting);
+        let mut c = NewRenoCc::new(1000, 2, Some(4000), Growth::AckCounting, FS);
         c.on_ack(1000);
         c.on_ack(1000);
         assert_eq!(c.cwnd, 4000);
@@ -125,10 +167,10 @@ mod tests {
 
     #[test]
     fn byte_counting_caps_per_ack_growth() {
-        let mut c = NewRenoCc::new(1000, 2, None, Growth::ByteCounting);
+        let mut c = NewRenoCc::new(1000, 2, None, Growth::ByteCounting, FS);
         c.on_ack(5000);
         assert_eq!(c.cwnd, 4000);
-        let mut c = NewRenoCc::new(1000, 4, Some(4000), Growth::ByteCounting);
+        let mut c = NewRenoCc::new(1000, 4, Some(4000), Growth::ByteCounting, FS);
         c.on_ack(3000);
         assert_eq!(c.cwnd, 4000);
         c.on_ack(1000);
@@ -137,8 +179,8 @@ mod tests {
 
     #[test]
     fn recovery_halves_inflates_and_deflates() {
-        let mut c = NewRenoCc::new(1000, 10, None, Growth::AckCounting);
-        c.on_enter_recovery(10_000);
+        let mut c = NewRenoCc::new(1000, 10, None, Growth::AckCounting, FS);
+        c.on_enter_recovery(at(10_000, 6000));
         assert_eq!((c.ssthresh, c.cwnd), (5000, 8000));
         c.on_dupack_in_recovery();
         assert_eq!(c.cwnd, 9000);
@@ -146,9 +188,38 @@ mod tests {
         assert_eq!(c.cwnd, 7000);
         c.on_full_ack(2000);
         assert_eq!(c.cwnd, 3000);
-        c.on_timeout(8000, true);
+        c.on_timeout(at(8000, 0), true, false);
         assert_eq!((c.ssthresh, c.cwnd), (4000, 1000));
-        c.on_timeout(1000, false);
+        c.on_timeout(at(1000, 0), false, false);
         assert_eq!(c.ssthresh, 4000);
+    }
+
+    #[test]
+    fn each_rule_halves_its_own_measure() {
+        for (rule, want) in [
+            (SsthreshRule::FlightSize, 6000),
+            (SsthreshRule::Pipe, 4000),
+            (SsthreshRule::Cwnd, 10_000),
+        ] {
+            let mut c = NewRenoCc::new(1000, 20, None, Growth::AckCounting, rule);
+            c.on_enter_sack_recovery(at(12_000, 8000));
+            assert_eq!((c.ssthresh, c.cwnd), (want, want), "{rule}");
+        }
+        let mut c = NewRenoCc::new(1000, 20, None, Growth::AckCounting, SsthreshRule::Pipe);
+        c.on_enter_recovery(at(12_000, 1000));
+        assert_eq!(c.ssthresh, 2000, "floor of 2 SMSS");
+    }
+
+    #[test]
+    fn a_timeout_inside_recovery_never_raises_ssthresh() {
+        let mut c = NewRenoCc::new(1000, 10, None, Growth::AckCounting, FS);
+        c.on_enter_sack_recovery(at(10_000, 6000));
+        assert_eq!(c.ssthresh, 5000);
+        // FlightSize has grown (SACKed data above the holes): half of it
+        // would raise ssthresh.
+        c.on_timeout(at(16_000, 3000), true, true);
+        assert_eq!((c.ssthresh, c.cwnd), (5000, 1000));
+        c.on_timeout(at(6000, 3000), true, true);
+        assert_eq!(c.ssthresh, 3000);
     }
 }

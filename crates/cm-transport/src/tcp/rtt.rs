@@ -15,6 +15,8 @@ pub struct RttEstimator {
     min_rto: Duration,
     max_rto: Duration,
     initial_rto: Duration,
+    /// Smallest sample so far.
+    min_rtt: Option<Duration>,
 }
 
 impl RttEstimator {
@@ -26,6 +28,7 @@ impl RttEstimator {
             min_rto,
             max_rto,
             initial_rto,
+            min_rtt: None,
         }
     }
 
@@ -33,6 +36,7 @@ impl RttEstimator {
     /// ends exponential backoff (Karn: keep the backed-off RTO until then).
     pub fn on_sample(&mut self, r: Duration) {
         self.smoothed.on_sample(r);
+        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
         self.backoff = 0;
     }
 
@@ -56,6 +60,13 @@ impl RttEstimator {
         };
         let base = base.max(self.min_rto).min(self.max_rto);
         base.saturating_mul(1 << self.backoff).min(self.max_rto)
+    }
+
+    /// The smallest RTT sample so far: a lower bound on the path's round
+    /// trip, used to tell an ACK of an original transmission from an ACK
+    /// of its retransmission after a timeout.
+    pub fn min_rtt(&self) -> Option<Duration> {
+        self.min_rtt
     }
 
     /// Smoothed RTT.

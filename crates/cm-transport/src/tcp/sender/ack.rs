@@ -98,6 +98,17 @@ impl TcpSender {
         }
         let flight = self.snd_max - self.snd_una;
         let mut restart_timer = true;
+        // After a timeout, an ACK that covers no transmission made at
+        // least one minimum RTT ago can only acknowledge data sent before
+        // the timeout: those segments were still in flight, and counting
+        // their ACKs as slow-start ACKs would grow cwnd by the old flight
+        // within one round trip (RFC 5681 §3.1 slow start grows cwnd per ACK
+        // of data the post-timeout window carried; Linux's F-RTO and undo,
+        // RFC 5682, treat such ACKs as a sign of a spurious timeout).
+        let grow = !self.after_rto || self.may_ack_since_timeout(now, resolved.eldest);
+        if self.after_rto && ack >= self.recover {
+            self.after_rto = false;
+        }
         if self.sack {
             self.sb.advance(ack);
             if self.rto_recovery && ack >= self.recover {
@@ -142,7 +153,7 @@ impl TcpSender {
             }
         } else {
             self.dupacks = 0;
-            if let Some(cc) = self.cc.as_mut() {
+            if let Some(cc) = self.cc.as_mut().filter(|_| grow) {
                 cc.on_ack(acked);
             }
         }
@@ -158,6 +169,18 @@ impl TcpSender {
             // RFC 3124 §5.1.1: an ACK for new data reports the bytes it
             // acknowledges, with the RTT sample if valid.
             cm.on_cumulative_ack(resolved.covered, flight == 0, sample);
+        }
+    }
+
+    /// Whether an ACK whose earliest covered transmission (since the last
+    /// timeout) was sent at `eldest` can acknowledge that transmission:
+    /// not if it covers none, nor if it arrives sooner than the smallest
+    /// RTT seen after it.
+    fn may_ack_since_timeout(&self, now: Instant, eldest: Option<Instant>) -> bool {
+        match (eldest, self.rtt.min_rtt()) {
+            (None, _) => false,
+            (Some(t), Some(min)) => now - t >= min,
+            (Some(_), None) => true,
         }
     }
 
@@ -182,9 +205,10 @@ impl TcpSender {
             self.recover = self.snd_max;
             self.stats.fast_retransmits += 1;
             self.rexmit = Some(self.snd_una);
-            let flight = self.snd_max - self.snd_una;
+            let at = self.loss_state();
+            let flight = at.flight;
             if let Some(cc) = self.cc.as_mut() {
-                cc.on_enter_recovery(flight);
+                cc.on_enter_recovery(at);
             }
             // cm-implementation-linux §3.2: dupacks == 3, a congestion loss.
             let hole = self.mss.min(flight);

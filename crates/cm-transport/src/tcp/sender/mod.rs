@@ -22,7 +22,7 @@ use thiserror::Error;
 use super::cm_account::CmAccount;
 use super::config::{CcMode, TcpConfig, TcpConfigError};
 use super::ledger::Ledger;
-use super::newreno::NewRenoCc;
+use super::newreno::{LossState, NewRenoCc};
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use crate::segment::{Flags, TcpSegment};
@@ -119,6 +119,10 @@ pub struct TcpSender {
     /// byte below `recover` counts as lost and is retransmitted once, in
     /// order, as the (slow-starting) window allows; SACKed bytes are not.
     rto_recovery: bool,
+    /// A timeout happened and `recover` (HighData then) is not yet
+    /// cumulatively acknowledged: ACKs may still be for transmissions made
+    /// before the timeout (NewReno's cwnd does not grow on those).
+    after_rto: bool,
     /// TCP/CM with SACK: the SACKed ranges already reported to the CM.
     cm_sacked: Scoreboard,
     /// TCP/CM with SACK: bytes below this were reported lost to the CM.
@@ -146,6 +150,7 @@ impl TcpSender {
                     u64::from(cfg.initial_window),
                     cfg.initial_ssthresh,
                     cfg.growth,
+                    cfg.ssthresh_rule,
                 )),
                 None,
             ),
@@ -177,6 +182,7 @@ impl TcpSender {
             high_rxt: 0,
             rescue_rxt: None,
             rto_recovery: false,
+            after_rto: false,
             cm_sacked: Scoreboard::default(),
             cm_lost_to: 0,
             cc,
@@ -262,6 +268,21 @@ impl TcpSender {
             ts_ecr: self.ts_recent,
             sack: crate::segment::SackBlocks::NONE,
         }
+    }
+
+    /// FlightSize and the pipe now, for the [`super::SsthreshRule`]. With
+    /// SACK the pipe is RFC 6675 SetPipe(); without, FlightSize less one
+    /// SMSS per duplicate ACK and one for the missing segment.
+    fn loss_state(&self) -> LossState {
+        let flight = self.snd_max - self.snd_una;
+        let pipe = if self.sack {
+            self.pipe(&self.gaps())
+        } else if self.dupacks > 0 {
+            flight.saturating_sub((u64::from(self.dupacks) + 1) * self.mss)
+        } else {
+            flight
+        };
+        LossState { flight, pipe }
     }
 
     /// RFC 6298 §5.1: start the timer on a send if it is not running.

@@ -178,10 +178,10 @@ impl TcpSender {
         // (4.1) RecoveryPoint = HighData.
         self.recover = self.snd_max;
         self.stats.fast_retransmits += 1;
-        let flight = self.snd_max - self.snd_una;
-        // (4.2) ssthresh = cwnd = FlightSize / 2.
+        // (4.2) ssthresh = cwnd = FlightSize / 2 (or per the SsthreshRule).
+        let at = self.loss_state();
         if let Some(cc) = self.cc.as_mut() {
-            cc.on_enter_sack_recovery(flight);
+            cc.on_enter_sack_recovery(at);
         }
         // (4.3) retransmit HighACK + 1 (sets HighRxt and RescueRxt when
         // sent); (4.4)-(4.5) happen in `poll_transmit` / `on_grant`.

@@ -28,11 +28,14 @@ impl TcpSender {
             return;
         }
         self.stats.timeouts += 1;
-        let flight = self.snd_max - self.snd_una;
+        let at = self.loss_state();
         let first = self.rtt.backoff() == 0;
+        // A timeout inside a recovery does not raise ssthresh (newreno.rs).
+        let recovering = self.in_recovery || self.after_rto;
         if let Some(cc) = self.cc.as_mut() {
-            cc.on_timeout(flight, first);
+            cc.on_timeout(at, first, recovering);
         }
+        self.after_rto = true;
         // RFC 6298 §5.5: back off; §5.6: restart the timer.
         self.rtt.back_off();
         // RFC 6582 §3.2 step 1 semantics after a timeout: record the highest
