@@ -24,6 +24,11 @@ pub struct RefereeArgs {
     /// Write `referee.md` and one `<experiment>.json` referee block each here.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// This simulator's NewReno ssthresh rule for every TCP flow:
+    /// flightsize (the default: RFC 5681), pipe (ns-3) or cwnd (Linux,
+    /// ns-2). ns-2 always halves cwnd.
+    #[arg(long, value_name = "RULE")]
+    pub ssthresh: Option<String>,
     /// Worker threads.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
@@ -60,6 +65,19 @@ pub fn run(a: &RefereeArgs) -> anyhow::Result<bool> {
     } else {
         for e in &a.experiments {
             cases.extend(referee::cases(Some(e), sel)?);
+        }
+    }
+    if let Some(rule) = &a.ssthresh {
+        rule.parse::<cm_transport::tcp::SsthreshRule>()
+            .map_err(|e| anyhow::anyhow!("--ssthresh {rule:?}: {e}"))?;
+        for c in &mut cases {
+            for s in c.runs.iter_mut().chain(c.cm.iter_mut().flatten()) {
+                for f in &mut s.flows {
+                    if matches!(f.transport.as_str(), "newreno" | "web") {
+                        f.ssthresh = Some(rule.clone());
+                    }
+                }
+            }
         }
     }
     let verdicts = referee::judge(&cases, a.threads.max(1), false)?;
