@@ -235,6 +235,11 @@ pub struct FlowSpec {
     /// its own: none, so it is ignored there (`cm_transport::tcp::SsthreshRule`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ssthresh: Option<String>,
+    /// The ssthresh a timeout inside a loss recovery takes: `keep` (default,
+    /// Linux: the recovery's) or `halve` (ns-2: half of it again); newreno
+    /// and web flows (`cm_transport::tcp::RtoInRecovery`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rto_in_recovery: Option<String>,
     /// The controller of the flow's CM host, in the text form of
     /// [`cm_core::controller::spec`] (tcpcm, audio; see the module docs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -267,6 +272,7 @@ impl FlowSpec {
             trace: false,
             sack: false,
             ssthresh: None,
+            rto_in_recovery: None,
             controller: None,
         }
     }
@@ -525,6 +531,20 @@ impl Scenario {
                 }
                 (_, Some(0)) => return bad(format!("flow {:?}: rate_bps must be > 0", f.name)),
                 _ => {}
+            }
+            if let Some(Err(e)) = f
+                .ssthresh
+                .as_deref()
+                .map(str::parse::<cm_transport::tcp::SsthreshRule>)
+            {
+                return bad(format!("flow {:?}: {e}", f.name));
+            }
+            if let Some(Err(e)) = f
+                .rto_in_recovery
+                .as_deref()
+                .map(str::parse::<cm_transport::tcp::RtoInRecovery>)
+            {
+                return bad(format!("flow {:?}: {e}", f.name));
             }
             if f.mean_bytes.is_some_and(|m| m.is_nan() || m < 1.0)
                 || f.think_s.is_some_and(|m| m.is_nan() || m <= 0.0)

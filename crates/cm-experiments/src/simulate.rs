@@ -205,11 +205,17 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
             Some(Ok(r)) => r,
             None => cm_transport::tcp::SsthreshRule::default(),
         };
+        let rto_in_recovery = match f.rto_in_recovery.as_deref().map(str::parse) {
+            Some(Err(e)) => return Err(ScenarioError::Invalid(format!("flow {:?}: {e}", f.name))),
+            Some(Ok(r)) => r,
+            None => cm_transport::tcp::RtoInRecovery::default(),
+        };
         let tcp = TcpConfig {
             mss: s.mss,
             initial_window: f.initial_window.unwrap_or(2),
             sack: f.sack,
             ssthresh_rule,
+            rto_in_recovery,
             ..TcpConfig::default()
         };
         if f.delayed_ack {

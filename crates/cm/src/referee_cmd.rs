@@ -29,6 +29,10 @@ pub struct RefereeArgs {
     /// ns-2). ns-2 always halves cwnd.
     #[arg(long, value_name = "RULE")]
     pub ssthresh: Option<String>,
+    /// This simulator's ssthresh for a timeout inside recovery on every TCP
+    /// flow: keep (the default: Linux) or halve (ns-2).
+    #[arg(long, value_name = "RULE")]
+    pub rto_in_recovery: Option<String>,
     /// Worker threads.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
@@ -70,12 +74,17 @@ pub fn run(a: &RefereeArgs) -> anyhow::Result<bool> {
     if let Some(rule) = &a.ssthresh {
         rule.parse::<cm_transport::tcp::SsthreshRule>()
             .map_err(|e| anyhow::anyhow!("--ssthresh {rule:?}: {e}"))?;
-        for c in &mut cases {
-            for s in c.runs.iter_mut().chain(c.cm.iter_mut().flatten()) {
-                for f in &mut s.flows {
-                    if matches!(f.transport.as_str(), "newreno" | "web") {
-                        f.ssthresh = Some(rule.clone());
-                    }
+    }
+    if let Some(rule) = &a.rto_in_recovery {
+        rule.parse::<cm_transport::tcp::RtoInRecovery>()
+            .map_err(|e| anyhow::anyhow!("--rto-in-recovery {rule:?}: {e}"))?;
+    }
+    for c in &mut cases {
+        for s in c.runs.iter_mut().chain(c.cm.iter_mut().flatten()) {
+            for f in &mut s.flows {
+                if matches!(f.transport.as_str(), "newreno" | "web") {
+                    f.ssthresh = a.ssthresh.clone().or(f.ssthresh.take());
+                    f.rto_in_recovery = a.rto_in_recovery.clone().or(f.rto_in_recovery.take());
                 }
             }
         }

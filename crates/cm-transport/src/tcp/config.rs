@@ -89,6 +89,57 @@ impl std::str::FromStr for SsthreshRule {
     }
 }
 
+/// What ssthresh a retransmission timeout takes when it fires inside a
+/// fast or SACK recovery (or before an earlier timeout's recovery point is
+/// acknowledged). Outside recovery a timeout always takes the
+/// [`SsthreshRule`]'s half.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RtoInRecovery {
+    /// Keep the recovery's ssthresh unless the rule gives less: Linux
+    /// (`tcp_enter_loss` recomputes ssthresh only from Open or Disorder)
+    /// and RFC 5681 §3.1 (ssthresh is held on a repeated timeout).
+    #[default]
+    Keep,
+    /// Halve the recovery's ssthresh again, as ns-2's Reno and NewReno do
+    /// (`TcpAgent::timeout` halves `window()`, which during recovery is the
+    /// already halved cwnd). The loss that started the recovery and the
+    /// timeout count as two congestion signals.
+    Halve,
+}
+
+impl RtoInRecovery {
+    /// The name in scenario files: `keep` or `halve`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RtoInRecovery::Keep => "keep",
+            RtoInRecovery::Halve => "halve",
+        }
+    }
+}
+
+impl std::fmt::Display for RtoInRecovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A string that names no [`RtoInRecovery`].
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("unknown rto-in-recovery rule {0:?} (expected keep or halve)")]
+pub struct ParseRtoInRecoveryError(pub String);
+
+impl std::str::FromStr for RtoInRecovery {
+    type Err = ParseRtoInRecoveryError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "keep" => Ok(RtoInRecovery::Keep),
+            "halve" => Ok(RtoInRecovery::Halve),
+            _ => Err(ParseRtoInRecoveryError(s.to_owned())),
+        }
+    }
+}
+
 /// Parameters of a TCP sender.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TcpConfig {
@@ -114,6 +165,17 @@ pub struct TcpConfig {
     pub growth: Growth,
     /// What is halved into ssthresh on a loss (NewReno; TCP/CM ignores it).
     pub ssthresh_rule: SsthreshRule,
+    /// The ssthresh of a timeout inside recovery (NewReno; TCP/CM ignores it).
+    pub rto_in_recovery: RtoInRecovery,
+    /// Restart the retransmission timer when the fast retransmission (the
+    /// hole at SND.UNA on entering recovery) is sent, as ns-2
+    /// (`reset_rtx_timer` in `dupack_action`) and Linux (the RTO is re-armed
+    /// when the head of the queue is retransmitted) do. Default true.
+    /// False follows RFC 6298 §5.1 to the letter: a running timer is left
+    /// alone, so it may expire one RTO after the last new ACK, before the
+    /// retransmission's ACK can return, and a spurious timeout follows the
+    /// fast retransmit (docs/referee.md has the runs).
+    pub rto_restart_on_fast_retransmit: bool,
     /// Lower bound of the RTO (default 200 ms as in Linux; RFC 6298 §2.4 says 1 s).
     pub min_rto: Duration,
     /// Upper bound of the RTO (RFC 6298 §2.5: at least 60 s).
@@ -151,6 +213,8 @@ impl Default for TcpConfig {
             initial_ssthresh: None,
             growth: Growth::AckCounting,
             ssthresh_rule: SsthreshRule::FlightSize,
+            rto_in_recovery: RtoInRecovery::Keep,
+            rto_restart_on_fast_retransmit: true,
             min_rto: Duration::from_millis(200),
             max_rto: Duration::from_secs(60),
             initial_rto: Duration::from_secs(1),

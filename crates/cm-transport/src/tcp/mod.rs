@@ -30,8 +30,8 @@ mod scoreboard;
 mod sender;
 
 pub use config::{
-    CcMode, Growth, ParseSsthreshRuleError, SsthreshRule, TcpConfig, TcpConfigError,
-    TcpReceiverConfig,
+    CcMode, Growth, ParseRtoInRecoveryError, ParseSsthreshRuleError, RtoInRecovery, SsthreshRule,
+    TcpConfig, TcpConfigError, TcpReceiverConfig,
 };
 pub use receiver::{TcpReceiver, TcpReceiverStats};
 pub use rtt::RttEstimator;

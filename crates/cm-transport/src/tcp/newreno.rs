@@ -1,6 +1,6 @@
 //! NewReno's congestion window (RFC 5681 §3, RFC 6582 §3.2, RFC 3465).
 
-use super::config::{Growth, SsthreshRule};
+use super::config::{Growth, RtoInRecovery, SsthreshRule};
 
 /// What the sender knows of its flight when it detects a loss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +19,8 @@ pub(crate) struct NewRenoCc {
     mss: u64,
     growth: Growth,
     rule: SsthreshRule,
+    /// The ssthresh of a timeout inside recovery.
+    rto_in_recovery: RtoInRecovery,
     /// RFC 3465 §2.1 bytes_acked in congestion avoidance.
     abc_acc: u64,
 }
@@ -37,8 +39,15 @@ impl NewRenoCc {
             mss,
             growth,
             rule,
+            rto_in_recovery: RtoInRecovery::Keep,
             abc_acc: 0,
         }
+    }
+
+    /// The same with `r` for timeouts inside recovery.
+    pub(crate) fn with_rto_in_recovery(mut self, r: RtoInRecovery) -> Self {
+        self.rto_in_recovery = r;
+        self
     }
 
     /// Restart from one segment (RFC 5681 §3.1: IW is 1 MSS after a lost SYN).
@@ -138,7 +147,11 @@ impl NewRenoCc {
     pub(crate) fn on_timeout(&mut self, at: LossState, first: bool, in_recovery: bool) {
         if first {
             let s = self.reduced(at);
-            self.ssthresh = if in_recovery { self.ssthresh.min(s) } else { s };
+            self.ssthresh = match (in_recovery, self.rto_in_recovery) {
+                (false, _) => s,
+                (true, RtoInRecovery::Keep) => self.ssthresh.min(s),
+                (true, RtoInRecovery::Halve) => (self.ssthresh / 2).max(2 * self.mss),
+            };
         }
         self.cwnd = self.mss;
         self.abc_acc = 0;

@@ -95,6 +95,7 @@ impl TcpSender {
         self.stats.bytes_acked += acked;
         if self.rexmit.is_some_and(|s| s < ack) {
             self.rexmit = None;
+            self.rexmit_restarts_timer = false;
         }
         let flight = self.snd_max - self.snd_una;
         let mut restart_timer = true;
@@ -140,6 +141,7 @@ impl TcpSender {
                 // the next hole.
                 self.stats.partial_acks += 1;
                 self.rexmit = Some(self.snd_una);
+                self.rexmit_restarts_timer = false;
                 // "If this is the first partial ACK during fast recovery,
                 // also reset the retransmit timer" (RFC 6582 §3.2 step 5,
                 // the Impatient variant of §4): with many losses in one
@@ -205,6 +207,7 @@ impl TcpSender {
             self.recover = self.snd_max;
             self.stats.fast_retransmits += 1;
             self.rexmit = Some(self.snd_una);
+            self.rexmit_restarts_timer = self.cfg.rto_restart_on_fast_retransmit;
             let at = self.loss_state();
             let flight = at.flight;
             if let Some(cc) = self.cc.as_mut() {

@@ -105,6 +105,9 @@ pub struct TcpSender {
     recover: u64,
     /// A hole to retransmit (fast retransmit or partial ACK).
     rexmit: Option<u64>,
+    /// The queued `rexmit` is the fast retransmission: sending it restarts
+    /// the timer ([`TcpConfig::rto_restart_on_fast_retransmit`]).
+    rexmit_restarts_timer: bool,
     ledger: Ledger,
     /// SACK negotiated (RFC 2018 §2): the SYN asked for it and the SYN-ACK
     /// agreed.
@@ -145,13 +148,16 @@ impl TcpSender {
             .map_or(UNLIMITED, |t| DATA_START + t.min(UNLIMITED));
         let (cc, cm) = match cfg.cc {
             CcMode::NewReno => (
-                Some(NewRenoCc::new(
-                    mss,
-                    u64::from(cfg.initial_window),
-                    cfg.initial_ssthresh,
-                    cfg.growth,
-                    cfg.ssthresh_rule,
-                )),
+                Some(
+                    NewRenoCc::new(
+                        mss,
+                        u64::from(cfg.initial_window),
+                        cfg.initial_ssthresh,
+                        cfg.growth,
+                        cfg.ssthresh_rule,
+                    )
+                    .with_rto_in_recovery(cfg.rto_in_recovery),
+                ),
                 None,
             ),
             CcMode::Cm => (None, Some(CmAccount::default())),
@@ -176,6 +182,7 @@ impl TcpSender {
             partial_restarted: false,
             recover: 0,
             rexmit: None,
+            rexmit_restarts_timer: false,
             ledger: Ledger::default(),
             sack: false,
             sb: Scoreboard::default(),
@@ -380,6 +387,9 @@ impl TcpSender {
         self.ledger.on_send(seq, seq + len, now, true);
         self.stats.retransmits += 1;
         self.stats.segments_sent += 1;
+        if std::mem::take(&mut self.rexmit_restarts_timer) {
+            self.rto_at = Some(now + self.rtt.rto());
+        }
         self.arm(now);
         Some(self.segment(now, seq, len, Flags::ACK))
     }

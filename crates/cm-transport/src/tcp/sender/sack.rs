@@ -188,6 +188,7 @@ impl TcpSender {
         self.high_rxt = self.snd_una;
         self.rescue_rxt = None;
         self.rexmit = Some(self.snd_una);
+        self.rexmit_restarts_timer = self.cfg.rto_restart_on_fast_retransmit;
         if self.cm.is_some() {
             // cm-implementation-linux §3.2, "dup acks == 3": one congestion
             // loss per episode. Lost: what IsLost marks (at least the first
