@@ -104,7 +104,12 @@ pub fn available() -> bool {
 
 /// Runs `s` in ns-2 (see [`tcl::script`] for what is mapped and how).
 pub fn run(s: &Scenario) -> Result<Ns2Result, Ns2Error> {
-    let script = tcl::script(s)?;
+    run_with(s, tcl::Options::default())
+}
+
+/// [`run`] with `opt`'s stand-ins for CM flows ([`tcl::Options`]).
+pub fn run_with(s: &Scenario, opt: tcl::Options) -> Result<Ns2Result, Ns2Error> {
+    let script = tcl::script_with(s, opt)?;
     let dir = std::env::temp_dir();
     let path = dir.join(format!(
         "cm-ns2-{}-{}-{}.tcl",

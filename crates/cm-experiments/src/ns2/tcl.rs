@@ -54,9 +54,33 @@ const ACCESS_QUEUE: u32 = 1_000_000;
 /// UDP/IP header bytes on a CBR datagram (`cm_transport::cbr::UDP_IP_HEADER`).
 const UDP_IP: u32 = 28;
 
+/// What the script may stand in for the CM.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Run a `tcpcm` flow whose macroflow controller is TFRC as ns-2's
+    /// `Agent/TFRC` (RFC 5348's sender, unreliable, 1,460-byte payloads):
+    /// the rate law is the same, the transport is not (no retransmission,
+    /// no ACK clock), so it checks TFRC, not TCP/CM.
+    pub tfrc_for_cm: bool,
+}
+
+/// Whether flow `f` of `s` runs TFRC as its macroflow's controller.
+fn runs_tfrc(s: &Scenario, f: &crate::scenario::FlowSpec) -> bool {
+    let spec = f.controller.as_ref().or(s.cm_controller.as_ref());
+    matches!(
+        spec.map(|c| c.parse::<cm_core::controller::ControllerConfig>()),
+        Some(Ok(cm_core::controller::ControllerConfig::Tfrc(_)))
+    )
+}
+
 /// The script for `s` (validated first). Refuses what ns-2 cannot run
 /// here: CM transports, random loss, reordering and duplication.
 pub fn script(s: &Scenario) -> Result<String, Ns2Error> {
+    script_with(s, Options::default())
+}
+
+/// [`script`] with `opt`'s stand-ins for CM flows.
+pub fn script_with(s: &Scenario, opt: Options) -> Result<String, Ns2Error> {
     s.validate()?;
     let b = &s.bottleneck;
     if b.loss > 0.0 || b.reorder > 0.0 || b.duplicate > 0.0 {
@@ -69,7 +93,8 @@ pub fn script(s: &Scenario) -> Result<String, Ns2Error> {
     let mut right: Vec<String> = Vec::new();
     for f in &s.flows {
         let t = f.transport()?;
-        if matches!(t, Transport::Tcpcm | Transport::Audio) {
+        let tfrc = t == Transport::Tcpcm && opt.tfrc_for_cm && runs_tfrc(s, f);
+        if matches!(t, Transport::Tcpcm | Transport::Audio) && !tfrc {
             return Err(Ns2Error::Unsupported(format!(
                 "flow {:?} is {}: the CM has no ns-2 counterpart (the authors' ns module was never released); the referee runs the baseline half",
                 f.name, f.transport
@@ -93,7 +118,8 @@ pub fn script(s: &Scenario) -> Result<String, Ns2Error> {
             Transport::Newreno => tcp_flow(&mut o, s, f, k + 1, hi, ri, start),
             Transport::Web => web_flow(&mut o, s, f, k + 1, hi, ri, start, stop),
             Transport::Cbr => cbr_flow(&mut o, f, k + 1, hi, ri, start, stop),
-            Transport::Tcpcm | Transport::Audio => {}
+            Transport::Tcpcm => tfrc_flow(&mut o, s, f, k + 1, hi, ri, start),
+            Transport::Audio => {}
         }
     }
     footer(&mut o, s);
@@ -324,6 +350,46 @@ proc report{fid} {{}} {{
   puts "flow {fid} bytes $bytes completion -1 sent $sent rtx $rtx timeouts $to transfers [llength $web{fid}] drops [fid_drops {fid}]"
 }}
 "#,
+        mss = s.mss,
+    );
+}
+
+/// ns-2's TFRC sender standing in for a TCP/CM flow on TFRC
+/// ([`Options::tfrc_for_cm`]): bulk, full-sized packets; goodput from the
+/// packets that left the bottleneck (none is lost after it).
+fn tfrc_flow(
+    o: &mut String,
+    s: &Scenario,
+    f: &FlowSpec,
+    fid: usize,
+    hi: usize,
+    ri: usize,
+    start: f64,
+) {
+    let _ = writeln!(
+        o,
+        "# flow {fid}: {:?} (TCP/CM on TFRC, as Agent/TFRC)",
+        f.name
+    );
+    let _ = write!(
+        o,
+        r#"set tfrc{fid} [new Agent/TFRC]
+$tfrc{fid} set fid_ {fid}
+$tfrc{fid} set packetSize_ {wire}
+set tfrc{fid}_sink [new Agent/TFRCSink]
+$ns attach-agent $L({hi}) $tfrc{fid}
+$ns attach-agent $R({ri}) $tfrc{fid}_sink
+$ns connect $tfrc{fid} $tfrc{fid}_sink
+$ns at {start} "$tfrc{fid} start"
+proc report{fid} {{}} {{
+  global fcl tfrc{fid}
+  set f [$fcl lookup auto 0 0 {fid}]
+  set n 0
+  if {{$f != ""}} {{ set n [$f set pdepartures_] }}
+  puts "flow {fid} bytes [expr {{$n * {mss}}}] completion -1 sent [expr {{$n + [fid_drops {fid}]}}] rtx 0 timeouts 0 transfers 0 drops [fid_drops {fid}]"
+}}
+"#,
+        wire = s.mss + 40,
         mss = s.mss,
     );
 }

@@ -4,6 +4,7 @@
 
 use super::{Case, Metric, Paper};
 use crate::experiments::{seq_trace, sharing, tcp_friendly, web4};
+use crate::ns2::tcl::Options;
 use crate::scenario::{Scenario, ScenarioError, Transport};
 
 /// The scenario behind the layered-audio DropTail finding (no CM: two
@@ -33,6 +34,7 @@ pub const EXPERIMENTS: &[&str] = &[
     "web4",
     "sharing",
     "layered-audio",
+    "tfrc-friendly",
 ];
 
 /// Turns SACK on for every TCP flow of `s`.
@@ -80,6 +82,7 @@ pub fn cases(experiment: Option<&str>, sel: Select) -> Result<Vec<Case>, Scenari
                         metric: Metric::Goodput(vec!["test".into()]),
                         paper: None,
                         cm: None,
+                        ns2: Options::default(),
                     });
                 }
             }
@@ -92,6 +95,7 @@ pub fn cases(experiment: Option<&str>, sel: Select) -> Result<Vec<Case>, Scenari
                 metric: Metric::Goodput(vec!["test".into()]),
                 paper: None,
                 cm: None,
+                ns2: Options::default(),
             });
         }
         if want("web4") {
@@ -106,6 +110,7 @@ pub fn cases(experiment: Option<&str>, sel: Select) -> Result<Vec<Case>, Scenari
                     text: "785 kbit/s (Fig 14)",
                 }),
                 cm: None,
+                ns2: Options::default(),
             });
         }
         if want("sharing") {
@@ -118,6 +123,7 @@ pub fn cases(experiment: Option<&str>, sel: Select) -> Result<Vec<Case>, Scenari
                 metric: Metric::Completion(names("get", 9)),
                 paper: None,
                 cm: None,
+                ns2: Options::default(),
             });
         }
         if want("layered-audio") && !sack {
@@ -146,6 +152,7 @@ pub fn cases(experiment: Option<&str>, sel: Select) -> Result<Vec<Case>, Scenari
                     },
                     paper: None,
                     cm: None,
+                    ns2: Options::default(),
                 });
             }
         }
@@ -182,6 +189,56 @@ fn relative(out: &mut Vec<Case>, experiment: Option<&str>, sel: Select) {
                     metric: Metric::Goodput(vec!["test".into()]),
                     paper: None,
                     cm,
+                    ns2: Options::default(),
+                });
+            }
+        }
+    }
+    if want("tfrc-friendly") {
+        // TCP/CM on TFRC against ns-2's NewReno (the claim: TFRC is
+        // TCP-friendly) and against ns-2's own TFRC sender in its place.
+        let (rates, delays, secs): (Vec<u64>, Vec<f64>, f64) = if sel.quick {
+            (vec![1_000_000], vec![60.0], 10.0)
+        } else {
+            (tcp_friendly::RATES.to_vec(), vec![60.0, 35.0], 20.0)
+        };
+        let tfrc = |mut s: Scenario| {
+            s.cm_controller = Some("tfrc".into());
+            s
+        };
+        for &r in &rates {
+            for &d in &delays {
+                let base: Vec<Scenario> = seeds
+                    .iter()
+                    .map(|&s| tcp_friendly::default_run(r, d, s, Transport::Newreno, secs))
+                    .collect();
+                let cm: Vec<Scenario> = seeds
+                    .iter()
+                    .map(|&s| tfrc(tcp_friendly::default_run(r, d, s, Transport::Tcpcm, secs)))
+                    .collect();
+                out.push(Case {
+                    experiment: "tfrc-friendly",
+                    condition: format!(
+                        "TCP/CM on TFRC vs ns-2's NewReno, {} kbit/s, {d} ms",
+                        r / 1000
+                    ),
+                    runs: base,
+                    metric: Metric::Goodput(vec!["test".into()]),
+                    paper: None,
+                    cm: Some(cm.clone()),
+                    ns2: Options::default(),
+                });
+                out.push(Case {
+                    experiment: "tfrc-friendly",
+                    condition: format!(
+                        "TCP/CM on TFRC vs ns-2's Agent/TFRC, {} kbit/s, {d} ms",
+                        r / 1000
+                    ),
+                    runs: cm.clone(),
+                    metric: Metric::Goodput(vec!["test".into()]),
+                    paper: None,
+                    cm: Some(cm),
+                    ns2: Options { tfrc_for_cm: true },
                 });
             }
         }
@@ -195,6 +252,7 @@ fn relative(out: &mut Vec<Case>, experiment: Option<&str>, sel: Select) {
             metric: Metric::Goodput(vec!["test".into()]),
             paper: None,
             cm,
+            ns2: Options::default(),
         });
     }
     if want("web4") {
@@ -214,6 +272,7 @@ fn relative(out: &mut Vec<Case>, experiment: Option<&str>, sel: Select) {
                 text: "TCP/CM 680 kbit/s (Fig 14)",
             }),
             cm,
+            ns2: Options::default(),
         });
     }
 }

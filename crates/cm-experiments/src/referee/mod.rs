@@ -83,6 +83,9 @@ pub struct Case {
     /// (the figure's CM scenarios, seed for seed), and the paper's claim
     /// "TCP/CM ≈ the baseline" is checked against ns-2's baseline.
     pub cm: Option<Vec<Scenario>>,
+    /// What ns-2 may stand in for CM flows of `runs` (ns-2's TFRC for
+    /// TCP/CM on TFRC).
+    pub ns2: ns2::tcl::Options,
     /// What is compared.
     pub metric: Metric,
     /// The paper's figure, if it gives one.
@@ -138,8 +141,8 @@ impl View {
         })
     }
 
-    fn ns2(s: &Scenario) -> Result<View, RefereeError> {
-        let r = ns2::run(s)?;
+    fn ns2(s: &Scenario, opt: ns2::tcl::Options) -> Result<View, RefereeError> {
+        let r = ns2::run_with(s, opt)?;
         let flows = r
             .flows
             .iter()
@@ -260,7 +263,7 @@ pub fn judge(cases: &[Case], threads: usize, quiet: bool) -> Result<Vec<Verdict>
     let views = par_map(&jobs, threads, &bar, |&(c, r, is_ns2)| {
         let k = &cases[c];
         if is_ns2 {
-            View::ns2(&k.runs[r])
+            View::ns2(&k.runs[r], k.ns2)
         } else {
             View::ours(k.cm.as_ref().and_then(|v| v.get(r)).unwrap_or(&k.runs[r]))
         }
