@@ -125,8 +125,7 @@ fn add_referee(a: &ExperimentArgs, n: &str) -> anyhow::Result<()> {
         seeds: if a.quick { 2 } else { 10 },
         sack: true,
     };
-    let cases = referee::cases(Some(n), sel)?;
-    let verdicts = referee::judge(&cases, a.threads.max(1), false)?;
+    let verdicts = referee::judge_experiments(&[n], sel, a.threads.max(1), false, |_| {})?;
     let path = a.out.join(format!("{n}.json"));
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;

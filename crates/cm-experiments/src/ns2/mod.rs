@@ -32,6 +32,7 @@ use serde::Serialize;
 
 use crate::scenario::{Scenario, ScenarioError};
 
+pub mod t1;
 pub mod tcl;
 
 /// Why an ns-2 run failed.
@@ -135,7 +136,7 @@ pub fn run_with(s: &Scenario, opt: tcl::Options) -> Result<Ns2Result, Ns2Error> 
 }
 
 /// A process-wide counter so parallel runs never share a script file.
-fn unique() -> u64 {
+pub(crate) fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed)

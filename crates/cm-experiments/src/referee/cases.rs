@@ -35,6 +35,7 @@ pub const EXPERIMENTS: &[&str] = &[
     "sharing",
     "layered-audio",
     "tfrc-friendly",
+    "scalability-t1",
 ];
 
 /// Turns SACK on for every TCP flow of `s`.

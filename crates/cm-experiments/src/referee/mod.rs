@@ -22,6 +22,7 @@ use crate::scenario::{Scenario, ScenarioError};
 use crate::simulate;
 
 pub mod cases;
+pub mod t1;
 
 pub use cases::{EXPERIMENTS, Select, cases};
 
@@ -238,6 +239,10 @@ pub struct Verdict {
     pub paper_text: Option<String>,
     /// A relative check: ours is the CM half, ns-2's the baseline.
     pub relative: bool,
+    /// Whether the tolerance applies: false where the two simulators model
+    /// the scheme differently and the rows only sit side by side
+    /// (`scalability-t1`).
+    pub judged: bool,
     /// Baseline: metric within [`METRIC_TOLERANCE`] and drops within
     /// [`DROPS_TOLERANCE`]. Relative: metric within [`RELATIVE_TOLERANCE`]
     /// (the papers' "≈"), drops not judged.
@@ -250,6 +255,33 @@ fn rel(a: f64, b: f64) -> f64 {
     } else {
         a / b - 1.0
     }
+}
+
+/// Every verdict for `experiments` (all of [`EXPERIMENTS`] if empty): the
+/// cases of [`cases()`] through [`judge`], and `scalability-t1`'s rows
+/// ([`t1::judge`]).
+pub fn judge_experiments(
+    experiments: &[&str],
+    sel: Select,
+    threads: usize,
+    quiet: bool,
+    tweak: impl Fn(&mut Case),
+) -> Result<Vec<Verdict>, RefereeError> {
+    let names: Vec<&str> = if experiments.is_empty() {
+        EXPERIMENTS.to_vec()
+    } else {
+        experiments.to_vec()
+    };
+    let mut all = Vec::new();
+    for n in &names {
+        all.extend(cases(Some(n), sel)?);
+    }
+    all.iter_mut().for_each(tweak);
+    let mut v = judge(&all, threads, quiet)?;
+    if names.contains(&"scalability-t1") {
+        v.extend(t1::judge(sel.quick, threads, quiet)?);
+    }
+    Ok(v)
 }
 
 /// Runs every case's scenarios in both simulators on `threads` workers.
@@ -298,6 +330,7 @@ pub fn judge(cases: &[Case], threads: usize, quiet: bool) -> Result<Vec<Verdict>
                 paper: k.paper.map(|p| p.value),
                 paper_text: k.paper.map(|p| p.text.to_string()),
                 relative: k.cm.is_some(),
+                judged: true,
                 pass: if k.cm.is_some() {
                     delta.abs() <= RELATIVE_TOLERANCE
                 } else {
@@ -336,7 +369,11 @@ pub fn table(verdicts: &[Verdict]) -> String {
             v.ns2_drops,
             v.drops_delta * 100.0,
             v.paper_text.as_deref().unwrap_or("—"),
-            if v.pass { "yes" } else { "**no**" }
+            match (v.judged, v.pass) {
+                (false, _) => "— (not judged)",
+                (true, true) => "yes",
+                (true, false) => "**no**",
+            }
         );
     }
     s

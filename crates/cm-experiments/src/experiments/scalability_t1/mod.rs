@@ -24,7 +24,7 @@ use crate::progress::par_map;
 use simulation::{Scheme, T1Params, T1Run};
 
 /// The paper's p_2 and p_50 (iscc §VI-C).
-const PAPER: [(Scheme, f64, f64); 4] = [
+pub(crate) const PAPER: [(Scheme, f64, f64); 4] = [
     (Scheme::Aimd, 0.0038, 0.22),
     (Scheme::Iiad, 0.0029, 0.45),
     (Scheme::Tfrc, 0.0026, 0.20),
@@ -36,7 +36,7 @@ const PAPER: [(Scheme, f64, f64); 4] = [
 pub const QUEUE_PACKETS: u32 = 40;
 
 /// A run of `scheme` with `n` flows lasting `after` seconds past the last start.
-fn params(scheme: Scheme, n: usize, after: f64, param: Option<f64>) -> T1Params {
+pub(crate) fn params(scheme: Scheme, n: usize, after: f64, param: Option<f64>) -> T1Params {
     T1Params {
         scheme,
         n,
@@ -50,7 +50,7 @@ fn params(scheme: Scheme, n: usize, after: f64, param: Option<f64>) -> T1Params 
 
 /// The sweep's sizes: flow counts, seconds per run, calibration steps and
 /// seconds per calibration run.
-fn sizes(quick: bool) -> (Vec<usize>, f64, u32, f64) {
+pub(crate) fn sizes(quick: bool) -> (Vec<usize>, f64, u32, f64) {
     if quick {
         (vec![2, 8, 32], 90.0, 6, 120.0)
     } else {

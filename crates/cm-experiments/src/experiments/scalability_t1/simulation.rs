@@ -180,7 +180,7 @@ pub struct T1Run {
 }
 
 /// The round-trip time of flow `i`: seeded, uniform over 50–200 ms.
-fn rtt_ms(seed: u64, i: usize) -> f64 {
+pub(crate) fn rtt_ms(seed: u64, i: usize) -> f64 {
     50.0 + 150.0 * seeded::unit(seed, 1000 + i as u64)
 }
 
