@@ -154,7 +154,7 @@ pub fn run_with(opts: &Opts, delayed_ack_ms: Option<u64>) -> Result<Output, Expe
     ];
     notes.push(match delayed_ack_ms {
         // Its numbers are the default run's.
-        None => "The TCP/CM aggregate is well below NewReno's (≈0.4 vs ≈0.65 Mbit/s here; paper 680 vs 785 kbit/s): the four CM connections form one macroflow that competes like a single TCP with the cross traffic, while four NewReno connections take four shares. The paper shows the same direction with a smaller gap.".to_string(),
+        None => "The TCP/CM aggregate is well below NewReno's (about 0.4 vs 0.7 Mbit/s here; paper 680 vs 785 kbit/s): the four CM connections form one macroflow that competes like a single TCP with the cross traffic, while four NewReno connections take four shares. The ns-2 referee (`cargo run --release -p cm -- referee web4`, docs/referee.md) attributes the gap: the four NewReno connections' aggregate agrees with ns-2's within 5% (and ns-2's is within 15% of the paper's 785), and one ns-2 NewReno in place of the four TCP/CM connections gets about 430 kbit/s, within 15% of this TCP/CM aggregate, which is what sigcomm1999 §4.1 designs an ensemble to do. The paper's 680 kbit/s for TCP/CM is 1.6 times what one NewReno gets in its own simulator on this path, so it depends on something its text does not state (lighter cross traffic, or an ensemble that did not yet act as one TCP).".to_string(),
         Some(ms) => super::delayed_ack_note(ms),
     });
     Ok(Output {

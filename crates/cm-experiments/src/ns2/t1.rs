@@ -51,8 +51,9 @@ impl T1Scheme {
     }
 }
 
-/// AIMD(1, ½), IIAD and SQRT with cm-core's binomial constants
-/// (`BinomialConfig::aimd`, `iiad`, `sqrt`), and TFRC.
+/// The experiment's AIMD(1, ½) and IIAD (k = 1, l = 0, (α, β) = (½, 2):
+/// `Scheme::config`), SQRT with cm-core's constants
+/// (`BinomialConfig::sqrt`), and TFRC.
 pub const SCHEMES: [T1Scheme; 4] = [
     T1Scheme::Binomial {
         name: "AIMD",
@@ -65,8 +66,8 @@ pub const SCHEMES: [T1Scheme; 4] = [
         name: "IIAD",
         k: 1.0,
         l: 0.0,
-        alpha: 1.0,
-        beta: 0.5,
+        alpha: 0.5,
+        beta: 2.0,
     },
     T1Scheme::Binomial {
         name: "SQRT",

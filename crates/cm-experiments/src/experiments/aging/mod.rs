@@ -123,6 +123,7 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
         notes: vec![
             "An always-backlogged ALF sender on the CM; the receiver reports cumulative bytes every 250/500/1000 ms (about 2, 4, 8 RTTs), so the CM runs open-loop between reports. 1 Mbit/s, 60 ms one way, queue 1 or 4 BDP; CBR cross traffic of 0.5 Mbit/s during the middle third.".into(),
             format!("At 250 ms reports only one aging step happens between reports and both half-lives behave identically; the difference appears with rarer feedback ({rarest}). Over the whole sweep the minimum-RTT advantage is a few percent, while the srtt mode also sends (and delivers) more."),
+            "No ns-2 referee: both halves of this figure are the CM (an ALF sender aged by minimum RTT or by srtt), which has no ns-2 counterpart, and the only other traffic is CBR. The gap to the paper's \"substantially fewer\" losses stays open; the sweep above shows where the two half-lives differ (rare feedback, deep queue) and where they cannot (one aging step between reports).".into(),
         ],
         summary,
     })
