@@ -210,24 +210,14 @@ unreproduced ratio.
 REFEREE = {}
 
 
-def load_referee(d):
-    """{name: referee block} for every <name>.json in d."""
+def load_dir(d, key="checks"):
+    """{name: json} for every <name>.json in d that has `key` (experiment
+    outputs have "checks", referee blocks "conditions")."""
     out = {}
     for p in sorted(pathlib.Path(d).glob("*.json")):
         with open(p, encoding="utf-8") as f:
             doc = json.load(f)
-        if isinstance(doc, dict) and "conditions" in doc:
-            out[doc.get("experiment", p.stem)] = doc
-    return out
-
-
-def load_dir(d):
-    """{name: json} for every <name>.json in d."""
-    out = {}
-    for p in sorted(pathlib.Path(d).glob("*.json")):
-        with open(p, encoding="utf-8") as f:
-            doc = json.load(f)
-        if isinstance(doc, dict) and "checks" in doc:
+        if isinstance(doc, dict) and key in doc:
             out[doc.get("experiment", p.stem)] = doc
     return out
 
@@ -489,7 +479,7 @@ def main():
     g.add_argument("--check", metavar="FILE", help="exit 1 if FILE differs")
     a = ap.parse_args()
 
-    REFEREE.update(load_referee(a.referee_dir))
+    REFEREE.update(load_dir(a.referee_dir, "conditions"))
     real = load_dir(a.real_dir)
     sim = {k: v for k, v in load_dir(a.out_dir).items() if k not in real}
     if not sim:

@@ -5,9 +5,11 @@
 //! and took 3 to 8 timeouts per 20 s where ns-2 took 1).
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use cm_core::{Duration, Instant};
 use cm_transport::tcp::RtoInRecovery;
-use cm_transport::{Flags, SackBlocks, TcpConfig, TcpSegment, TcpSender};
+use cm_transport::{Flags, TcpConfig, TcpSegment, TcpSender};
 
 const MSS: u64 = 1460;
 const FIRST: u64 = 1;
@@ -17,18 +19,7 @@ fn ms(n: u64) -> Instant {
 }
 
 fn ack(ack: u64, flags: Flags) -> TcpSegment {
-    TcpSegment {
-        src_port: 2,
-        dst_port: 1,
-        seq: 1,
-        ack,
-        flags,
-        wnd: 1 << 24,
-        len: 0,
-        ts_val: 0,
-        ts_ecr: 0,
-        sack: SackBlocks::from_blocks(&[]).unwrap(),
-    }
+    common::ack_segment(ack, flags, &[])
 }
 
 fn drain(s: &mut TcpSender, now: Instant) -> usize {

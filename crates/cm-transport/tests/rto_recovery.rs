@@ -6,9 +6,11 @@
 //! trip and the burst filled the bottleneck queue).
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use cm_core::{Duration, Instant};
 use cm_transport::tcp::SsthreshRule;
-use cm_transport::{Flags, SackBlocks, TcpConfig, TcpSegment, TcpSender};
+use cm_transport::{Flags, TcpConfig, TcpSegment, TcpSender};
 
 const MSS: u64 = 1460;
 /// Sequence number of the first data byte.
@@ -19,18 +21,7 @@ fn ms(n: u64) -> Instant {
 }
 
 fn ack_seg(ack: u64, flags: Flags, sack: &[(u64, u64)]) -> TcpSegment {
-    TcpSegment {
-        src_port: 2,
-        dst_port: 1,
-        seq: 1,
-        ack,
-        flags,
-        wnd: 1 << 24,
-        len: 0,
-        ts_val: 0,
-        ts_ecr: 0,
-        sack: SackBlocks::from_blocks(sack).unwrap(),
-    }
+    common::ack_segment(ack, flags, sack)
 }
 
 /// Start of the `i`-th full segment.

@@ -111,32 +111,36 @@ pub fn run(s: &Scenario) -> Result<Ns2Result, Ns2Error> {
 /// [`run`] with `opt`'s stand-ins for CM flows ([`tcl::Options`]).
 pub fn run_with(s: &Scenario, opt: tcl::Options) -> Result<Ns2Result, Ns2Error> {
     let script = tcl::script_with(s, opt)?;
-    let dir = std::env::temp_dir();
-    let path = dir.join(format!(
-        "cm-ns2-{}-{}-{}.tcl",
-        std::process::id(),
-        s.seed,
-        unique()
-    ));
-    let fail = |why: String| Ns2Error::Run {
+    let stdout = execute(&s.name, &script)?;
+    parse(s, &stdout).map_err(|why| Ns2Error::Run {
         scenario: s.name.clone(),
         why,
+    })
+}
+
+/// Runs `script` in ns-2 from a temporary file and returns what it printed;
+/// `name` names the run in errors.
+pub(crate) fn execute(name: &str, script: &str) -> Result<String, Ns2Error> {
+    let dir = std::env::temp_dir();
+    let path = dir.join(format!("cm-ns2-{}-{}.tcl", std::process::id(), unique()));
+    let fail = |why: String| Ns2Error::Run {
+        scenario: name.to_string(),
+        why,
     };
-    std::fs::write(&path, &script).map_err(|e| fail(format!("writing {}: {e}", path.display())))?;
+    std::fs::write(&path, script).map_err(|e| fail(format!("writing {}: {e}", path.display())))?;
     let out = Command::new(binary()).arg(&path).current_dir(&dir).output();
     let _ = std::fs::remove_file(&path);
     let out = out.map_err(|e| Ns2Error::NotInstalled(format!("{}: {e}", binary().display())))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let tail: Vec<&str> = err.lines().take(6).collect();
         return Err(fail(format!("{} ({})", out.status, tail.join(" | "))));
     }
-    parse(s, &stdout).map_err(fail)
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// A process-wide counter so parallel runs never share a script file.
-pub(crate) fn unique() -> u64 {
+fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed)

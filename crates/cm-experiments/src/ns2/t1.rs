@@ -15,7 +15,6 @@
 //! `from` to the end of the run.
 
 use std::fmt::Write as _;
-use std::process::Command;
 
 use super::Ns2Error;
 use crate::experiments::scalability_t1::simulation::{T1_BPS, T1Params, rtt_ms};
@@ -191,27 +190,7 @@ pub fn run(p: &T1Params, scheme: T1Scheme, from_s: f64) -> Result<T1Ns2Run, Ns2E
         scenario: name.clone(),
         why,
     };
-    let path = std::env::temp_dir().join(format!(
-        "cm-ns2-t1-{}-{}-{}.tcl",
-        std::process::id(),
-        p.n,
-        super::unique()
-    ));
-    std::fs::write(&path, script(p, scheme, from_s))
-        .map_err(|e| fail(format!("writing {}: {e}", path.display())))?;
-    let out = Command::new(super::binary()).arg(&path).output();
-    let _ = std::fs::remove_file(&path);
-    let out =
-        out.map_err(|e| Ns2Error::NotInstalled(format!("{}: {e}", super::binary().display())))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(fail(format!(
-            "{} ({})",
-            out.status,
-            err.lines().take(6).collect::<Vec<_>>().join(" | ")
-        )));
-    }
+    let stdout = super::execute(&name, &script(p, scheme, from_s))?;
     let line = stdout
         .lines()
         .find(|l| l.starts_with("t1 "))

@@ -114,11 +114,18 @@ pub fn script_with(s: &Scenario, opt: Options) -> Result<String, Ns2Error> {
         let ri = right.iter().position(|h| *h == f.dst_name()).unwrap_or(0);
         let start = f.start + crate::seeded::unit(s.seed, k as u64) * s.start_jitter_ms / 1e3;
         let stop = f.stop.unwrap_or(s.duration);
+        let at = Slot {
+            fid: k + 1,
+            hi,
+            ri,
+            start,
+            stop,
+        };
         match f.transport()? {
-            Transport::Newreno => tcp_flow(&mut o, s, f, k + 1, hi, ri, start),
-            Transport::Web => web_flow(&mut o, s, f, k + 1, hi, ri, start, stop),
-            Transport::Cbr => cbr_flow(&mut o, f, k + 1, hi, ri, start, stop),
-            Transport::Tcpcm => tfrc_flow(&mut o, s, f, k + 1, hi, ri, start),
+            Transport::Newreno => tcp_flow(&mut o, s, f, at),
+            Transport::Web => web_flow(&mut o, s, f, at),
+            Transport::Cbr => cbr_flow(&mut o, f, at),
+            Transport::Tcpcm => tfrc_flow(&mut o, s, f, at),
             Transport::Audio => {}
         }
     }
@@ -211,6 +218,17 @@ proc tcp_bytes {{tcp size}} {{
     );
 }
 
+/// Where a flow sits: its ns-2 flow id (1 + its index), its sender and
+/// receiver host indices, and when it starts and stops (s).
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    fid: usize,
+    hi: usize,
+    ri: usize,
+    start: f64,
+    stop: f64,
+}
+
 /// The agent and sink classes of a TCP flow.
 fn tcp_classes(f: &FlowSpec) -> (&'static str, String) {
     let agent = if f.sack {
@@ -248,15 +266,10 @@ fn tcp_pair(o: &mut String, f: &FlowSpec, var: &str, fid: usize, hi: usize, ri: 
 }
 
 /// A bulk or finite NewReno flow.
-fn tcp_flow(
-    o: &mut String,
-    s: &Scenario,
-    f: &FlowSpec,
-    fid: usize,
-    hi: usize,
-    ri: usize,
-    start: f64,
-) {
+fn tcp_flow(o: &mut String, s: &Scenario, f: &FlowSpec, at: Slot) {
+    let Slot {
+        fid, hi, ri, start, ..
+    } = at;
     let var = format!("tcp{fid}");
     let _ = writeln!(
         o,
@@ -294,17 +307,14 @@ fn tcp_flow(
 /// A web-like source: transfers of Pareto size separated by exponential
 /// think times, each a new NewReno connection; the first one starts one
 /// think time after `start`, none starts at or after `stop`.
-#[allow(clippy::too_many_arguments)]
-fn web_flow(
-    o: &mut String,
-    s: &Scenario,
-    f: &FlowSpec,
-    fid: usize,
-    hi: usize,
-    ri: usize,
-    start: f64,
-    stop: f64,
-) {
+fn web_flow(o: &mut String, s: &Scenario, f: &FlowSpec, at: Slot) {
+    let Slot {
+        fid,
+        hi,
+        ri,
+        start,
+        stop,
+    } = at;
     let mean = f.mean_bytes.unwrap_or(12_000.0);
     let think = f.think_s.unwrap_or(0.5);
     let _ = writeln!(o, "# flow {fid}: {:?} (web-like NewReno transfers)", f.name);
@@ -357,15 +367,10 @@ proc report{fid} {{}} {{
 /// ns-2's TFRC sender standing in for a TCP/CM flow on TFRC
 /// ([`Options::tfrc_for_cm`]): bulk, full-sized packets; goodput from the
 /// packets that left the bottleneck (none is lost after it).
-fn tfrc_flow(
-    o: &mut String,
-    s: &Scenario,
-    f: &FlowSpec,
-    fid: usize,
-    hi: usize,
-    ri: usize,
-    start: f64,
-) {
+fn tfrc_flow(o: &mut String, s: &Scenario, f: &FlowSpec, at: Slot) {
+    let Slot {
+        fid, hi, ri, start, ..
+    } = at;
     let _ = writeln!(
         o,
         "# flow {fid}: {:?} (TCP/CM on TFRC, as Agent/TFRC)",
@@ -395,7 +400,14 @@ proc report{fid} {{}} {{
 }
 
 /// A CBR source over UDP.
-fn cbr_flow(o: &mut String, f: &FlowSpec, fid: usize, hi: usize, ri: usize, start: f64, stop: f64) {
+fn cbr_flow(o: &mut String, f: &FlowSpec, at: Slot) {
+    let Slot {
+        fid,
+        hi,
+        ri,
+        start,
+        stop,
+    } = at;
     let len = f.packet_bytes.unwrap_or(1000);
     let rate = f.rate_bps.unwrap_or(1) as f64;
     let wire = len + UDP_IP;

@@ -48,6 +48,16 @@ fn with_sack(mut s: Scenario) -> Scenario {
     s
 }
 
+/// The `tcp-friendly` grid: rates, one-way delays and seconds per run
+/// (quick: one condition, as the tests run it).
+fn grid(quick: bool) -> (Vec<u64>, Vec<f64>, f64) {
+    if quick {
+        (vec![1_000_000], vec![60.0], 10.0)
+    } else {
+        (tcp_friendly::RATES.to_vec(), vec![60.0, 35.0], 20.0)
+    }
+}
+
 fn names(prefix: &str, n: usize) -> Vec<String> {
     (1..=n).map(|k| format!("{prefix}{k}")).collect()
 }
@@ -67,11 +77,7 @@ pub fn cases(experiment: Option<&str>, sel: Select) -> Result<Vec<Case>, Scenari
                 .collect()
         };
         if want("tcp-friendly") {
-            let (rates, delays, secs): (Vec<u64>, Vec<f64>, f64) = if sel.quick {
-                (vec![1_000_000], vec![60.0], 10.0)
-            } else {
-                (tcp_friendly::RATES.to_vec(), vec![60.0, 35.0], 20.0)
-            };
+            let (rates, delays, secs) = grid(sel.quick);
             for &r in &rates {
                 for &d in &delays {
                     out.push(Case {
@@ -175,11 +181,7 @@ fn relative(out: &mut Vec<Case>, experiment: Option<&str>, sel: Select) {
         (base, Some(cm))
     };
     if want("tcp-friendly") {
-        let (rates, delays, secs): (Vec<u64>, Vec<f64>, f64) = if sel.quick {
-            (vec![1_000_000], vec![60.0], 10.0)
-        } else {
-            (tcp_friendly::RATES.to_vec(), vec![60.0, 35.0], 20.0)
-        };
+        let (rates, delays, secs) = grid(sel.quick);
         for &r in &rates {
             for &d in &delays {
                 let (runs, cm) = pair(&|s, t| tcp_friendly::default_run(r, d, s, t, secs));
@@ -198,11 +200,7 @@ fn relative(out: &mut Vec<Case>, experiment: Option<&str>, sel: Select) {
     if want("tfrc-friendly") {
         // TCP/CM on TFRC against ns-2's NewReno (the claim: TFRC is
         // TCP-friendly) and against ns-2's own TFRC sender in its place.
-        let (rates, delays, secs): (Vec<u64>, Vec<f64>, f64) = if sel.quick {
-            (vec![1_000_000], vec![60.0], 10.0)
-        } else {
-            (tcp_friendly::RATES.to_vec(), vec![60.0, 35.0], 20.0)
-        };
+        let (rates, delays, secs) = grid(sel.quick);
         let tfrc = |mut s: Scenario| {
             s.cm_controller = Some("tfrc".into());
             s

@@ -7,7 +7,7 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use cm_core::{Config, CongestionManager, Duration, Event, FlowId, Instant, OpenParams};
-use cm_transport::{CmCall, TcpReceiver, TcpSegment, TcpSender};
+use cm_transport::{CmCall, Flags, SackBlocks, TcpReceiver, TcpSegment, TcpSender};
 
 /// One forward data transmission seen by the pipe.
 #[derive(Clone, Copy, Debug)]
@@ -287,4 +287,21 @@ impl Conn {
 
 pub fn secs(s: u64) -> Instant {
     Instant::from_micros(s * 1_000_000)
+}
+
+/// A pure ACK from the receiver (port 2 to port 1) acknowledging `ack`, with
+/// `flags` and SACK blocks `sack`, for driving a sender by hand.
+pub fn ack_segment(ack: u64, flags: Flags, sack: &[(u64, u64)]) -> TcpSegment {
+    TcpSegment {
+        src_port: 2,
+        dst_port: 1,
+        seq: 1,
+        ack,
+        flags,
+        wnd: 1 << 24,
+        len: 0,
+        ts_val: 0,
+        ts_ecr: 0,
+        sack: SackBlocks::from_blocks(sack).unwrap(),
+    }
 }
