@@ -414,6 +414,12 @@ impl Scenario {
         }
     }
 
+    /// The scenario as TOML text, which [`Scenario::from_toml`] reads back.
+    pub fn to_toml(&self) -> Result<String, ScenarioError> {
+        toml::to_string(self)
+            .map_err(|e| ScenarioError::Invalid(format!("cannot write as TOML: {e}")))
+    }
+
     /// Parses and validates TOML text.
     pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
         let s: Scenario = toml::from_str(text)?;

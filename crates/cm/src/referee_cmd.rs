@@ -33,6 +33,11 @@ pub struct RefereeArgs {
     /// flow: keep (the default: Linux) or halve (ns-2).
     #[arg(long, value_name = "RULE")]
     pub rto_in_recovery: Option<String>,
+    /// Also write every case's first-seed scenarios here as TOML files
+    /// (`<experiment>-<n>.toml` for ns-2's side, `-cm.toml` for the CM half),
+    /// to rerun one with `cm sim FILE` and `cm sim FILE --ns2`.
+    #[arg(long, value_name = "DIR")]
+    pub scenarios: Option<PathBuf>,
     /// Worker threads.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
@@ -82,6 +87,9 @@ pub fn run(a: &RefereeArgs) -> anyhow::Result<bool> {
             }
         }
     };
+    if let Some(dir) = &a.scenarios {
+        write_scenarios(dir, &names, sel, &tweak)?;
+    }
     let verdicts = referee::judge_experiments(&names, sel, a.threads.max(1), false, tweak)?;
     let table = referee::table(&verdicts);
     println!("{table}");
@@ -105,4 +113,40 @@ pub fn run(a: &RefereeArgs) -> anyhow::Result<bool> {
         eprintln!("wrote {}", dir.display());
     }
     Ok(!a.check || failed == 0)
+}
+
+/// Writes each case's first-seed scenarios of `names` (all if empty) as TOML.
+fn write_scenarios(
+    dir: &std::path::Path,
+    names: &[&str],
+    sel: Select,
+    tweak: &impl Fn(&mut referee::Case),
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let all: Vec<&str> = if names.is_empty() {
+        EXPERIMENTS.to_vec()
+    } else {
+        names.to_vec()
+    };
+    let mut n = 0;
+    for e in all {
+        for (k, mut c) in referee::cases(Some(e), sel)?.into_iter().enumerate() {
+            tweak(&mut c);
+            let mut write = |suffix: &str,
+                             s: Option<&cm_experiments::scenario::Scenario>|
+             -> anyhow::Result<()> {
+                if let Some(s) = s {
+                    let p = dir.join(format!("{e}-{}{suffix}.toml", k + 1));
+                    let text = format!("# {e}: {}\n{}", c.condition, s.to_toml()?);
+                    std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+                    n += 1;
+                }
+                Ok(())
+            };
+            write("", c.runs.first())?;
+            write("-cm", c.cm.as_ref().and_then(|v| v.first()))?;
+        }
+    }
+    eprintln!("wrote {n} scenario files to {}", dir.display());
+    Ok(())
 }
