@@ -65,6 +65,10 @@ fn script_carries_the_scenario() {
     assert!(t.contains("$tcp2_sink set interval_ 0.04"));
     // CBR: wire size 528, rate scaled so packets leave every 40 ms.
     assert!(t.contains("$cbr3 set packetSize_ 528") && t.contains("$cbr3 set rate_ 105600"));
+    assert!(
+        t.contains("$udp3 set packetSize_ 528"),
+        "one ns-2 packet per datagram"
+    );
     // Start times carry the seeded jitter exactly as simulate::run draws it.
     let start = 0.0 + cm_experiments::seeded::unit(3, 0) * 100.0 / 1e3;
     assert!(

@@ -90,7 +90,9 @@ pub fn run(a: &RefereeArgs) -> anyhow::Result<bool> {
     if let Some(dir) = &a.scenarios {
         write_scenarios(dir, &names, sel, &tweak)?;
     }
-    let verdicts = referee::judge_experiments(&names, sel, a.threads.max(1), false, tweak)?;
+    // The progress bar only where a person watches (not in CI logs).
+    let quiet = !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let verdicts = referee::judge_experiments(&names, sel, a.threads.max(1), quiet, tweak)?;
     let table = referee::table(&verdicts);
     println!("{table}");
     let judged = verdicts.iter().filter(|v| v.judged).count();

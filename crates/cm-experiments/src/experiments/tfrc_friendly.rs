@@ -36,6 +36,9 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
         "[0.8, 1.25]",
         (0.8..=1.25).contains(&m),
     )];
+    o.notes.push(
+        "The ns-2 referee (`cargo run --release -p cm -- referee tfrc-friendly`, docs/referee.md) runs each condition's NewReno in ns-2 and, in the test flow's place, ns-2's own TFRC sender (Agent/TFRC: RFC 5348's rate law without TCP's reliability or ACK clock). From 1 Mbit/s up, TCP/CM on TFRC is within 20% of both. Below they part, and the paths explain it: at 100 kbit/s the queue holds one packet or none, and ns-2's TFRC gets nothing through; at 300 and 500 kbit/s ns-2's TFRC gets 24-38% more than TCP/CM on TFRC, whose grants wait for TCP's ACK clock and retransmissions.".into(),
+    );
     o.notes.insert(
         0,
         "The test flow is TCP/CM with its macroflow's controller set to TFRC (Scenario::cm_controller = \"tfrc\", 1,460-byte packets in the equation): the controller is TFRC, the transport reliable TCP, so the comparison with NewReno isolates the rate law.".into(),

@@ -40,7 +40,9 @@
 //!   scenario's seed, so the two simulators see different draws from the
 //!   same distributions and agree only on means over seeds;
 //! - CBR: `Application/Traffic/CBR` over UDP with the datagram's wire size
-//!   (payload + 28) and the rate scaled so packets leave at our interval.
+//!   (payload + 28) and the rate scaled so packets leave at our interval;
+//!   the UDP agent's `packetSize_` is set to the same size, since ns-2's
+//!   UDP agent splits a larger message into several packets.
 
 use std::fmt::Write as _;
 
@@ -416,6 +418,7 @@ fn cbr_flow(o: &mut String, f: &FlowSpec, at: Slot) {
         o,
         r#"set udp{fid} [new Agent/UDP]
 $udp{fid} set fid_ {fid}
+$udp{fid} set packetSize_ {wire}
 set mon{fid} [new Agent/LossMonitor]
 $ns attach-agent $L({hi}) $udp{fid}
 $ns attach-agent $R({ri}) $mon{fid}
