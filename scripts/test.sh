@@ -48,7 +48,7 @@ python3 scripts/experiments-doc.py --out-dir "$exp_out" --list "$exp_out/list.tx
   --check docs/experiments.md
 echo ok
 
-step "ns-2 referee: the simulated figures' baselines in ns-2 and here, side by side (full, ~30 s)"
+step "ns-2 referee: the simulated figures' baselines in ns-2 and here, side by side (full, ~40 s)"
 ./scripts/ns2-referee.sh
 
 step "the README's short commands, as written (daemon + cm flow + cm stat, CC-UDP example, C example)"

@@ -102,26 +102,10 @@ pub fn run(s: &Scenario) -> Result<ScenarioResult, ScenarioError> {
 /// Runs `s` and also returns the traces of flows with `trace = true`.
 pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), ScenarioError> {
     s.validate()?;
-    let mut left: Vec<String> = Vec::new();
-    let mut right: Vec<String> = Vec::new();
-    for f in &s.flows {
-        let (h, d) = (f.host_name(), f.dst_name());
-        if !left.contains(&h) {
-            left.push(h);
-        }
-        if !right.contains(&d) {
-            right.push(d);
-        }
-    }
+    let (left, right) = s.hosts();
     let b = &s.bottleneck;
     let one_way = ms(b.delay_ms);
-    let rtt_us = u128::from(one_way.as_micros()) * 2;
-    let bdp = u64::try_from(u128::from(b.rate_bps) * rtt_us / 8_000_000).unwrap_or(u64::MAX);
-    let queue = match (b.queue_packets, b.queue_bytes) {
-        (Some(p), _) => QueueLimit::Packets(p),
-        (_, Some(q)) => QueueLimit::Bytes(q),
-        _ => QueueLimit::Bytes(bdp),
-    };
+    let queue = s.queue_limit();
     let access_delay = ms(s.access.delay_ms);
     let bottleneck = LinkConfig::new(b.rate_bps, one_way - access_delay.saturating_mul(2), queue)
         .with_loss(b.loss)
@@ -200,16 +184,7 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
         let ri = right.iter().position(|x| *x == f.dst_name()).unwrap_or(0);
         let dst = node_of(&right, &d.right_hosts, &f.dst_name()).unwrap_or(d.right_hosts[0]);
         let t = f.transport()?;
-        let ssthresh_rule = match f.ssthresh.as_deref().map(str::parse) {
-            Some(Err(e)) => return Err(ScenarioError::Invalid(format!("flow {:?}: {e}", f.name))),
-            Some(Ok(r)) => r,
-            None => cm_transport::tcp::SsthreshRule::default(),
-        };
-        let rto_in_recovery = match f.rto_in_recovery.as_deref().map(str::parse) {
-            Some(Err(e)) => return Err(ScenarioError::Invalid(format!("flow {:?}: {e}", f.name))),
-            Some(Ok(r)) => r,
-            None => cm_transport::tcp::RtoInRecovery::default(),
-        };
+        let (ssthresh_rule, rto_in_recovery) = f.tcp_rules()?;
         let tcp = TcpConfig {
             mss: s.mss,
             initial_window: f.initial_window.unwrap_or(2),
@@ -225,9 +200,7 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
             flow: f.name.clone(),
             error: e,
         };
-        // Seeded per-flow start jitter (Scenario::start_jitter_ms).
-        let u = crate::seeded::unit(s.seed, k as u64);
-        let start = secs(f.start + u * s.start_jitter_ms / 1e3);
+        let start = secs(s.start_s(k));
         let stop = f.stop.map(secs).unwrap_or(end);
         let host = &mut hosts[hi];
         let (conn, web) = match t {

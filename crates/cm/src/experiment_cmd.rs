@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Context;
 use cm_experiments::experiments::{self, EXPERIMENTS, Opts};
 use cm_experiments::referee::{self, Select};
 
@@ -84,10 +83,14 @@ fn run_each(
     for &n in names {
         let t0 = Instant::now();
         let o = run(n)?;
-        experiments::write(&o, &a.out)?;
-        if a.referee && referee::EXPERIMENTS.contains(&n) {
-            add_referee(a, n)?;
+        let mut json = o.json();
+        if let (true, Some(doc)) = (
+            a.referee && referee::EXPERIMENTS.contains(&n),
+            json.as_object_mut(),
+        ) {
+            doc.insert("referee".into(), referee_block(a, n)?);
         }
+        experiments::write_with(&o, &a.out, &json)?;
         print_checks(n, &o);
         eprintln!(
             "{n}: {:.1} s, wrote {}/{n}.{{csv,svg,json}}",
@@ -117,24 +120,11 @@ fn print_checks(n: &str, o: &experiments::Output) {
     }
 }
 
-/// Runs `n`'s referee cases (ns-2 and ours) and adds their block to
-/// `<out>/<n>.json` under `referee`.
-fn add_referee(a: &ExperimentArgs, n: &str) -> anyhow::Result<()> {
-    let sel = Select {
-        quick: a.quick,
-        seeds: if a.quick { 2 } else { 10 },
-        sack: true,
-    };
+/// Runs `n`'s referee cases (ns-2 and ours), prints their table and
+/// returns their `referee` block.
+fn referee_block(a: &ExperimentArgs, n: &str) -> anyhow::Result<serde_json::Value> {
+    let sel = Select::new(a.quick, None, true);
     let verdicts = referee::judge_experiments(&[n], sel, a.threads.max(1), false, |_| {})?;
-    let path = a.out.join(format!("{n}.json"));
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let mut doc: serde_json::Value = serde_json::from_str(&text)?;
-    if let Some(obj) = doc.as_object_mut() {
-        obj.insert("referee".into(), referee::block(n, &verdicts));
-    }
-    std::fs::write(&path, serde_json::to_string_pretty(&doc)?)
-        .with_context(|| format!("writing {}", path.display()))?;
     println!("{}", referee::table(&verdicts));
-    Ok(())
+    Ok(referee::block(n, &verdicts))
 }

@@ -5,12 +5,14 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use cm_experiments::referee::{self, EXPERIMENTS, Select};
+use cm_transport::tcp::{RtoInRecovery, SsthreshRule};
 
 /// Arguments of `cm referee`.
 #[derive(Debug, clap::Args)]
 pub struct RefereeArgs {
     /// Experiments to referee (default: every one with a referee:
-    /// tcp-friendly, seq-trace, web4, sharing, layered-audio).
+    /// tcp-friendly, seq-trace, web4, sharing, layered-audio,
+    /// tfrc-friendly, scalability-t1).
     pub experiments: Vec<String>,
     /// Short scenarios and fewer conditions (what the tests run).
     #[arg(long)]
@@ -28,11 +30,11 @@ pub struct RefereeArgs {
     /// flightsize (the default: RFC 5681), pipe (ns-3) or cwnd (Linux,
     /// ns-2). ns-2 always halves cwnd.
     #[arg(long, value_name = "RULE")]
-    pub ssthresh: Option<String>,
+    pub ssthresh: Option<SsthreshRule>,
     /// This simulator's ssthresh for a timeout inside recovery on every TCP
     /// flow: keep (the default: Linux) or halve (ns-2).
     #[arg(long, value_name = "RULE")]
-    pub rto_in_recovery: Option<String>,
+    pub rto_in_recovery: Option<RtoInRecovery>,
     /// Also write every case's first-seed scenarios here as TOML files
     /// (`<experiment>-<n>.toml` for ns-2's side, `-cm.toml` for the CM half),
     /// to rerun one with `cm sim FILE` and `cm sim FILE --ns2`.
@@ -63,26 +65,18 @@ pub fn run(a: &RefereeArgs) -> anyhow::Result<bool> {
             cm_experiments::ns2::binary().display()
         );
     }
-    let sel = Select {
-        quick: a.quick,
-        seeds: a.seeds.unwrap_or(if a.quick { 2 } else { 10 }),
-        sack: a.sack,
-    };
-    if let Some(rule) = &a.ssthresh {
-        rule.parse::<cm_transport::tcp::SsthreshRule>()
-            .map_err(|e| anyhow::anyhow!("--ssthresh {rule:?}: {e}"))?;
-    }
-    if let Some(rule) = &a.rto_in_recovery {
-        rule.parse::<cm_transport::tcp::RtoInRecovery>()
-            .map_err(|e| anyhow::anyhow!("--rto-in-recovery {rule:?}: {e}"))?;
-    }
+    let sel = Select::new(a.quick, a.seeds, a.sack);
     let names: Vec<&str> = a.experiments.iter().map(String::as_str).collect();
     let tweak = |c: &mut referee::Case| {
         for s in c.runs.iter_mut().chain(c.cm.iter_mut().flatten()) {
             for f in &mut s.flows {
                 if matches!(f.transport.as_str(), "newreno" | "web") {
-                    f.ssthresh = a.ssthresh.clone().or(f.ssthresh.take());
-                    f.rto_in_recovery = a.rto_in_recovery.clone().or(f.rto_in_recovery.take());
+                    if let Some(r) = a.ssthresh {
+                        f.ssthresh = Some(r.name().into());
+                    }
+                    if let Some(r) = a.rto_in_recovery {
+                        f.rto_in_recovery = Some(r.name().into());
+                    }
                 }
             }
         }
@@ -105,9 +99,10 @@ pub fn run(a: &RefereeArgs) -> anyhow::Result<bool> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let md = dir.join("referee.md");
         std::fs::write(&md, &table).with_context(|| format!("writing {}", md.display()))?;
-        let mut names: Vec<&str> = verdicts.iter().map(|v| v.experiment.as_str()).collect();
-        names.dedup();
-        for n in names {
+        for n in EXPERIMENTS
+            .iter()
+            .filter(|n| verdicts.iter().any(|v| v.experiment == **n))
+        {
             let p = dir.join(format!("{n}.json"));
             let text = serde_json::to_string_pretty(&referee::block(n, &verdicts))?;
             std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
@@ -125,28 +120,19 @@ fn write_scenarios(
     tweak: &impl Fn(&mut referee::Case),
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let all: Vec<&str> = if names.is_empty() {
-        EXPERIMENTS.to_vec()
-    } else {
-        names.to_vec()
-    };
+    let all = if names.is_empty() { EXPERIMENTS } else { names };
     let mut n = 0;
     for e in all {
         for (k, mut c) in referee::cases(Some(e), sel)?.into_iter().enumerate() {
             tweak(&mut c);
-            let mut write = |suffix: &str,
-                             s: Option<&cm_experiments::scenario::Scenario>|
-             -> anyhow::Result<()> {
-                if let Some(s) = s {
-                    let p = dir.join(format!("{e}-{}{suffix}.toml", k + 1));
-                    let text = format!("# {e}: {}\n{}", c.condition, s.to_toml()?);
-                    std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
-                    n += 1;
-                }
-                Ok(())
-            };
-            write("", c.runs.first())?;
-            write("-cm", c.cm.as_ref().and_then(|v| v.first()))?;
+            let cm = c.cm.as_ref().and_then(|v| v.first());
+            for (suffix, s) in [("", c.runs.first()), ("-cm", cm)] {
+                let Some(s) = s else { continue };
+                let p = dir.join(format!("{e}-{}{suffix}.toml", k + 1));
+                let text = format!("# {e}: {}\n{}", c.condition, s.to_toml()?);
+                std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+                n += 1;
+            }
         }
     }
     eprintln!("wrote {n} scenario files to {}", dir.display());

@@ -217,13 +217,19 @@ fn write_file(path: &Path, text: &str) -> Result<(), ExperimentError> {
 
 /// Writes `<dir>/<name>.{csv,svg,json}`.
 pub fn write(out: &Output, dir: &Path) -> Result<(), ExperimentError> {
+    write_with(out, dir, &out.json())
+}
+
+/// [`write()`] with `json` as the `<name>.json` document (`out.json()` with
+/// additions, such as `cm experiment --referee`'s `referee` block).
+pub fn write_with(out: &Output, dir: &Path, json: &Value) -> Result<(), ExperimentError> {
     std::fs::create_dir_all(dir).map_err(|error| ExperimentError::Io {
         path: dir.display().to_string(),
         error,
     })?;
     write_file(&dir.join(format!("{}.csv", out.name)), &out.csv)?;
     write_file(&dir.join(format!("{}.svg", out.name)), &out.plot.to_svg())?;
-    let json = serde_json::to_string_pretty(&out.json()).unwrap_or_default();
+    let json = serde_json::to_string_pretty(json).unwrap_or_default();
     write_file(&dir.join(format!("{}.json", out.name)), &json)
 }
 

@@ -166,7 +166,7 @@ set qmon [$ns monitor-queue $rl $rr ""]
     let _ = write!(
         o,
         r#"proc mark {{}} {{
-  global qmon a0 d0
+  global qmon
   set ::arr0 [$qmon set parrivals_]
   set ::drop0 [$qmon set pdrops_]
 }}

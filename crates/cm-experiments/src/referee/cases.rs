@@ -27,6 +27,18 @@ pub struct Select {
     pub sack: bool,
 }
 
+impl Select {
+    /// `quick` or full cases, `seeds` per condition (default 10, 2 when
+    /// quick), with SACK cases too if `sack`.
+    pub fn new(quick: bool, seeds: Option<u64>, sack: bool) -> Self {
+        Select {
+            quick,
+            seeds: seeds.unwrap_or(if quick { 2 } else { 10 }),
+            sack,
+        }
+    }
+}
+
 /// The experiments with a referee.
 pub const EXPERIMENTS: &[&str] = &[
     "tcp-friendly",

@@ -1,6 +1,6 @@
 //! NewReno's congestion window (RFC 5681 §3, RFC 6582 §3.2, RFC 3465).
 
-use super::config::{Growth, RtoInRecovery, SsthreshRule};
+use super::config::{Growth, RtoInRecovery, SsthreshRule, TcpConfig};
 
 /// What the sender knows of its flight when it detects a loss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,10 +44,18 @@ impl NewRenoCc {
         }
     }
 
-    /// The same with `r` for timeouts inside recovery.
-    pub(crate) fn with_rto_in_recovery(mut self, r: RtoInRecovery) -> Self {
-        self.rto_in_recovery = r;
-        self
+    /// The window a sender with `cfg` starts from, with `cfg`'s rules.
+    pub(crate) fn from_config(cfg: &TcpConfig) -> Self {
+        NewRenoCc {
+            rto_in_recovery: cfg.rto_in_recovery,
+            ..Self::new(
+                u64::from(cfg.mss),
+                u64::from(cfg.initial_window),
+                cfg.initial_ssthresh,
+                cfg.growth,
+                cfg.ssthresh_rule,
+            )
+        }
     }
 
     /// Restart from one segment (RFC 5681 §3.1: IW is 1 MSS after a lost SYN).

@@ -58,8 +58,19 @@ pub(crate) fn sizes(quick: bool) -> (Vec<usize>, f64, u32, f64) {
     }
 }
 
-/// Runs the sweep.
-pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
+/// What [`sweep`] ran.
+pub(crate) struct Sweep {
+    /// Per scheme of [`PAPER`], the calibrated parameter and its two-flow loss.
+    pub(crate) calib: Vec<(f64, f64)>,
+    /// Every run.
+    pub(crate) runs: Vec<T1Run>,
+}
+
+/// The sweep's runs: each scheme's parameter calibrated as the paper did
+/// (one `(param, two-flow loss)` per scheme of [`PAPER`]), then every flow
+/// count with it, and the paper's own parameter at the smallest and
+/// largest count.
+pub(crate) fn sweep(opts: &Opts) -> Result<Sweep, ExperimentError> {
     let (ns, after, steps, calib_s) = sizes(opts.quick);
     let schemes: Vec<Scheme> = PAPER.iter().map(|p| p.0).collect();
     // The paper's rule for the parameters, applied here (see calibrate).
@@ -87,6 +98,13 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
         .into_iter()
         .collect::<Result<_, _>>()
         .map_err(|e| ExperimentError::Setup(e.to_string()))?;
+    Ok(Sweep { calib, runs })
+}
+
+/// Runs the sweep.
+pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
+    let (ns, _, _, _) = sizes(opts.quick);
+    let Sweep { calib, runs } = sweep(opts)?;
     let mut csv = String::from(
         "scheme,n,loss,s_n,from_s,to_s,packets,utilization,min_rate_bps,max_rate_bps\n",
     );

@@ -4,7 +4,7 @@
 
 use cm_core::Instant;
 
-use super::{DATA_START, Phase, TcpSender};
+use super::{DATA_START, Hole, Phase, TcpSender};
 use crate::segment::{Flags, TcpSegment};
 
 impl TcpSender {
@@ -93,9 +93,8 @@ impl TcpSender {
         self.snd_una = ack;
         self.snd_nxt = self.snd_nxt.max(ack);
         self.stats.bytes_acked += acked;
-        if self.rexmit.is_some_and(|s| s < ack) {
+        if self.rexmit.is_some_and(|h| h.seq < ack) {
             self.rexmit = None;
-            self.rexmit_restarts_timer = false;
         }
         let flight = self.snd_max - self.snd_una;
         let mut restart_timer = true;
@@ -140,8 +139,10 @@ impl TcpSender {
                 // RFC 6582 §3.2 step 5: partial acknowledgment, retransmit
                 // the next hole.
                 self.stats.partial_acks += 1;
-                self.rexmit = Some(self.snd_una);
-                self.rexmit_restarts_timer = false;
+                self.rexmit = Some(Hole {
+                    seq: self.snd_una,
+                    restarts_timer: false,
+                });
                 // "If this is the first partial ACK during fast recovery,
                 // also reset the retransmit timer" (RFC 6582 §3.2 step 5,
                 // the Impatient variant of §4): with many losses in one
@@ -206,8 +207,7 @@ impl TcpSender {
             self.partial_restarted = false;
             self.recover = self.snd_max;
             self.stats.fast_retransmits += 1;
-            self.rexmit = Some(self.snd_una);
-            self.rexmit_restarts_timer = self.cfg.rto_restart_on_fast_retransmit;
+            self.rexmit = Some(self.fast_retransmission());
             let at = self.loss_state();
             let flight = at.flight;
             if let Some(cc) = self.cc.as_mut() {

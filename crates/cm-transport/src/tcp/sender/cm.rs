@@ -87,7 +87,7 @@ impl TcpSender {
         }
         let rexmit = self
             .rexmit
-            .is_some_and(|s| s >= self.snd_una && s < self.snd_max);
+            .is_some_and(|h| h.seq >= self.snd_una && h.seq < self.snd_max);
         let ready = rexmit
             || if self.sack_recovering() {
                 self.next_seg(self.mss, &self.gaps()).is_some()

@@ -76,6 +76,17 @@ enum Phase {
     Established,
 }
 
+/// A hole queued for retransmission.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Hole {
+    /// Its first byte.
+    seq: u64,
+    /// It is the fast retransmission: sending it restarts the timer
+    /// ([`TcpConfig::rto_restart_on_fast_retransmit`]); a partial ACK's
+    /// hole does not.
+    restarts_timer: bool,
+}
+
 /// A TCP sender, sans-IO. Call [`TcpSender::poll_transmit`] after creation
 /// and after every input until it returns `None`; in [`CcMode::Cm`] also
 /// drain [`TcpSender::poll_cm`].
@@ -104,10 +115,7 @@ pub struct TcpSender {
     /// RFC 6582 `recover`, stored as one past the highest byte sent.
     recover: u64,
     /// A hole to retransmit (fast retransmit or partial ACK).
-    rexmit: Option<u64>,
-    /// The queued `rexmit` is the fast retransmission: sending it restarts
-    /// the timer ([`TcpConfig::rto_restart_on_fast_retransmit`]).
-    rexmit_restarts_timer: bool,
+    rexmit: Option<Hole>,
     ledger: Ledger,
     /// SACK negotiated (RFC 2018 §2): the SYN asked for it and the SYN-ACK
     /// agreed.
@@ -147,19 +155,7 @@ impl TcpSender {
             .total
             .map_or(UNLIMITED, |t| DATA_START + t.min(UNLIMITED));
         let (cc, cm) = match cfg.cc {
-            CcMode::NewReno => (
-                Some(
-                    NewRenoCc::new(
-                        mss,
-                        u64::from(cfg.initial_window),
-                        cfg.initial_ssthresh,
-                        cfg.growth,
-                        cfg.ssthresh_rule,
-                    )
-                    .with_rto_in_recovery(cfg.rto_in_recovery),
-                ),
-                None,
-            ),
+            CcMode::NewReno => (Some(NewRenoCc::from_config(&cfg)), None),
             CcMode::Cm => (None, Some(CmAccount::default())),
         };
         Ok(TcpSender {
@@ -182,7 +178,6 @@ impl TcpSender {
             partial_restarted: false,
             recover: 0,
             rexmit: None,
-            rexmit_restarts_timer: false,
             ledger: Ledger::default(),
             sack: false,
             sb: Scoreboard::default(),
@@ -361,9 +356,21 @@ impl TcpSender {
         None
     }
 
+    /// The hole at SND.UNA on entering recovery (RFC 5681 §3.2 step 2,
+    /// RFC 6675 §5 step 4.3).
+    fn fast_retransmission(&self) -> Hole {
+        Hole {
+            seq: self.snd_una,
+            restarts_timer: self.cfg.rto_restart_on_fast_retransmit,
+        }
+    }
+
     /// The queued hole retransmission, if any.
     fn rexmit_segment(&mut self, now: Instant, limit: u64) -> Option<TcpSegment> {
-        let seq = self.rexmit.take()?;
+        let Hole {
+            seq,
+            restarts_timer,
+        } = self.rexmit.take()?;
         if seq < self.snd_una || seq >= self.snd_max {
             return None;
         }
@@ -387,7 +394,7 @@ impl TcpSender {
         self.ledger.on_send(seq, seq + len, now, true);
         self.stats.retransmits += 1;
         self.stats.segments_sent += 1;
-        if std::mem::take(&mut self.rexmit_restarts_timer) {
+        if restarts_timer {
             self.rto_at = Some(now + self.rtt.rto());
         }
         self.arm(now);

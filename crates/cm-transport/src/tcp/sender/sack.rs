@@ -187,8 +187,7 @@ impl TcpSender {
         // sent); (4.4)-(4.5) happen in `poll_transmit` / `on_grant`.
         self.high_rxt = self.snd_una;
         self.rescue_rxt = None;
-        self.rexmit = Some(self.snd_una);
-        self.rexmit_restarts_timer = self.cfg.rto_restart_on_fast_retransmit;
+        self.rexmit = Some(self.fast_retransmission());
         if self.cm.is_some() {
             // cm-implementation-linux §3.2, "dup acks == 3": one congestion
             // loss per episode. Lost: what IsLost marks (at least the first

@@ -44,7 +44,6 @@ impl TcpSender {
         self.in_recovery = false;
         self.dupacks = 0;
         self.rexmit = None;
-        self.rexmit_restarts_timer = false;
         if self.sack {
             self.sack_timeout();
             self.rto_at = Some(now + self.rtt.rto());

@@ -55,7 +55,11 @@
 use std::collections::BTreeMap;
 
 use cm_core::controller::ControllerConfig;
+use cm_sim::QueueLimit;
+use cm_transport::tcp::{RtoInRecovery, SsthreshRule};
 use serde::{Deserialize, Serialize};
+
+mod validate;
 
 /// Why a scenario is unusable. Each message ends with its underlying error;
 /// that error is not also [`std::error::Error::source`], so a chain printer
@@ -287,6 +291,27 @@ impl FlowSpec {
         })
     }
 
+    /// The flow's NewReno rules (`ssthresh` and `rto_in_recovery`), the
+    /// defaults where it gives none.
+    pub fn tcp_rules(&self) -> Result<(SsthreshRule, RtoInRecovery), ScenarioError> {
+        let invalid = |e: &dyn std::fmt::Display| {
+            ScenarioError::Invalid(format!("flow {:?}: {e}", self.name))
+        };
+        let ssthresh = match self.ssthresh.as_deref().map(str::parse::<SsthreshRule>) {
+            Some(r) => r.map_err(|e| invalid(&e))?,
+            None => SsthreshRule::default(),
+        };
+        let rto = match self
+            .rto_in_recovery
+            .as_deref()
+            .map(str::parse::<RtoInRecovery>)
+        {
+            Some(r) => r.map_err(|e| invalid(&e))?,
+            None => RtoInRecovery::default(),
+        };
+        Ok((ssthresh, rto))
+    }
+
     /// Sender host name.
     pub fn host_name(&self) -> String {
         self.host
@@ -349,15 +374,6 @@ fn default_mss() -> u32 {
     1460
 }
 
-fn check_time(what: &str, t: f64) -> Result<(), ScenarioError> {
-    if !t.is_finite() || t < 0.0 {
-        return bad(format!(
-            "{what} must be a finite, non-negative number of seconds, got {t}"
-        ));
-    }
-    Ok(())
-}
-
 impl Scenario {
     /// The controller each CM host runs, by host name, for the hosts whose
     /// flows give one (parsed from the flows' `controller` keys; flows of
@@ -414,6 +430,42 @@ impl Scenario {
         }
     }
 
+    /// The dumbbell's left (sender) and right (receiver) hosts, in the
+    /// order the flows first name them.
+    pub fn hosts(&self) -> (Vec<String>, Vec<String>) {
+        let (mut left, mut right): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+        for f in &self.flows {
+            let (h, d) = (f.host_name(), f.dst_name());
+            if !left.contains(&h) {
+                left.push(h);
+            }
+            if !right.contains(&d) {
+                right.push(d);
+            }
+        }
+        (left, right)
+    }
+
+    /// When flow `k` starts, s: its `start` plus its seeded share of
+    /// `start_jitter_ms`.
+    pub fn start_s(&self, k: usize) -> f64 {
+        let f = self.flows.get(k).map_or(0.0, |f| f.start);
+        f + crate::seeded::unit(self.seed, k as u64) * self.start_jitter_ms / 1e3
+    }
+
+    /// The bottleneck queue's limit: `queue_packets`, `queue_bytes`, or one
+    /// bandwidth-delay product in bytes (`rate_bps * 2 * delay_ms`).
+    pub fn queue_limit(&self) -> QueueLimit {
+        let b = &self.bottleneck;
+        let rtt_us = u128::from((b.delay_ms * 1e3).round() as u64) * 2;
+        let bdp = u64::try_from(u128::from(b.rate_bps) * rtt_us / 8_000_000).unwrap_or(u64::MAX);
+        match (b.queue_packets, b.queue_bytes) {
+            (Some(p), _) => QueueLimit::Packets(p),
+            (_, Some(q)) => QueueLimit::Bytes(q),
+            _ => QueueLimit::Bytes(bdp),
+        }
+    }
+
     /// The scenario as TOML text, which [`Scenario::from_toml`] reads back.
     pub fn to_toml(&self) -> Result<String, ScenarioError> {
         toml::to_string(self)
@@ -425,143 +477,5 @@ impl Scenario {
         let s: Scenario = toml::from_str(text)?;
         s.validate()?;
         Ok(s)
-    }
-
-    /// Checks every value; called by [`Scenario::from_toml`] and by `run`.
-    pub fn validate(&self) -> Result<(), ScenarioError> {
-        check_time("duration", self.duration)?;
-        if self.duration == 0.0 {
-            return bad("duration must be > 0".into());
-        }
-        if self.mss == 0 || self.mss > 65_000 {
-            return bad(format!("mss must be in 1..=65000, got {}", self.mss));
-        }
-        if self.cm_initial_window == Some(0) {
-            return bad("cm_initial_window must be > 0".into());
-        }
-        if let Some(c) = &self.cm_controller {
-            if let Err(e) = c.parse::<cm_core::controller::ControllerConfig>() {
-                return bad(format!("cm_controller: {e}"));
-            }
-        }
-        if self.rcv_wnd == Some(0) {
-            return bad("rcv_wnd must be > 0".into());
-        }
-        if !self.start_jitter_ms.is_finite() || self.start_jitter_ms < 0.0 {
-            return bad(format!(
-                "start_jitter_ms must be a finite, non-negative number of milliseconds, got {}",
-                self.start_jitter_ms
-            ));
-        }
-        let b = &self.bottleneck;
-        if b.rate_bps == 0 || b.reverse_rate_bps == Some(0) {
-            return bad("bottleneck rate_bps must be > 0".into());
-        }
-        if !(b.delay_ms.is_finite() && b.delay_ms >= 2.0 * self.access.delay_ms) {
-            return bad(format!(
-                "bottleneck delay_ms (one-way path delay) must be >= 2 x access delay_ms, got {}",
-                b.delay_ms
-            ));
-        }
-        if !(0.0..1.0).contains(&b.loss) {
-            return bad(format!("bottleneck loss must be in [0, 1), got {}", b.loss));
-        }
-        if !(0.0..=1.0).contains(&b.reorder) {
-            return bad(format!(
-                "bottleneck reorder must be in [0, 1], got {}",
-                b.reorder
-            ));
-        }
-        if !(b.reorder_delay_ms.is_finite() && b.reorder_delay_ms >= 0.0)
-            || (b.reorder > 0.0 && b.reorder_delay_ms <= 0.0)
-        {
-            return bad(format!(
-                "bottleneck reorder_delay_ms must be a finite number of milliseconds >= 0, and > 0 when reorder > 0, got {}",
-                b.reorder_delay_ms
-            ));
-        }
-        if !(0.0..=1.0).contains(&b.duplicate) {
-            return bad(format!(
-                "bottleneck duplicate must be in [0, 1], got {}",
-                b.duplicate
-            ));
-        }
-        let queues = [
-            b.queue.is_some(),
-            b.queue_packets.is_some(),
-            b.queue_bytes.is_some(),
-        ];
-        if queues.iter().filter(|&&q| q).count() > 1 {
-            return bad("give at most one of queue, queue_packets, queue_bytes".into());
-        }
-        if let Some(q) = &b.queue {
-            if q != "bdp" {
-                return bad(format!("queue must be \"bdp\", got {q:?}"));
-            }
-        }
-        if self.access.rate_bps == 0 || self.access.delay_ms.is_nan() || self.access.delay_ms < 0.0
-        {
-            return bad("access rate_bps must be > 0 and delay_ms >= 0".into());
-        }
-        let mut names = std::collections::BTreeSet::new();
-        let senders: std::collections::BTreeSet<String> =
-            self.flows.iter().map(FlowSpec::host_name).collect();
-        for f in &self.flows {
-            if !names.insert(f.name.as_str()) {
-                return bad(format!("duplicate flow name {:?}", f.name));
-            }
-            let t = f.transport()?;
-            check_time(&format!("flow {:?} start", f.name), f.start)?;
-            if let Some(s) = f.stop {
-                check_time(&format!("flow {:?} stop", f.name), s)?;
-            }
-            if senders.contains(&f.dst_name()) {
-                return bad(format!(
-                    "flow {:?}: dst {:?} is also a sender host (senders are left, receivers right)",
-                    f.name,
-                    f.dst_name()
-                ));
-            }
-            if f.bytes == Some(0) {
-                return bad(format!("flow {:?}: bytes must be > 0", f.name));
-            }
-            if f.weight == Some(0) || f.initial_window == Some(0) || f.packet_bytes == Some(0) {
-                return bad(format!(
-                    "flow {:?}: weight, initial_window and packet_bytes must be > 0",
-                    f.name
-                ));
-            }
-            match (t, f.rate_bps) {
-                (Transport::Cbr, None) => {
-                    return bad(format!("flow {:?}: cbr needs rate_bps", f.name));
-                }
-                (_, Some(0)) => return bad(format!("flow {:?}: rate_bps must be > 0", f.name)),
-                _ => {}
-            }
-            if let Some(Err(e)) = f
-                .ssthresh
-                .as_deref()
-                .map(str::parse::<cm_transport::tcp::SsthreshRule>)
-            {
-                return bad(format!("flow {:?}: {e}", f.name));
-            }
-            if let Some(Err(e)) = f
-                .rto_in_recovery
-                .as_deref()
-                .map(str::parse::<cm_transport::tcp::RtoInRecovery>)
-            {
-                return bad(format!("flow {:?}: {e}", f.name));
-            }
-            if f.mean_bytes.is_some_and(|m| m.is_nan() || m < 1.0)
-                || f.think_s.is_some_and(|m| m.is_nan() || m <= 0.0)
-            {
-                return bad(format!(
-                    "flow {:?}: mean_bytes >= 1 and think_s > 0",
-                    f.name
-                ));
-            }
-        }
-        self.host_controllers()?;
-        Ok(())
     }
 }
