@@ -70,6 +70,7 @@ mod link;
 mod network;
 mod packet;
 mod rng;
+pub mod spec;
 mod stats;
 mod topology;
 mod trace;

@@ -14,6 +14,7 @@
 //! | [`audio`] | the layered audio server of sigcomm1999 §3.2.2 and its receiver |
 //! | [`ccudp`] | CC-UDP's datagram feedback loop: wire format, the receiver's acks, the sender's ack → `cm_update` accounting |
 //! | [`datagram`] | [`Datagram`], everything a driver carries |
+//! | [`maxq`] | the MAXQ-packet queue with drop-from-head or drop-tail of a congestion-forcing proxy |
 //!
 //! ## Talking to the CM
 //!
@@ -73,6 +74,7 @@ pub mod audio;
 pub mod cbr;
 pub mod ccudp;
 pub mod datagram;
+pub mod maxq;
 pub mod segment;
 pub mod tcp;
 mod wire;
