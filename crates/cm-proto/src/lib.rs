@@ -125,6 +125,7 @@
 //! assert_eq!(report.feedback.loss, LossMode::None);
 //! ```
 
+pub mod counted;
 pub mod endpoint;
 pub mod loss;
 pub mod prober;

@@ -25,6 +25,12 @@ pub enum RealError {
     /// The sender host's congestion manager could not be created.
     #[error("congestion manager: {0}")]
     Cm(libcm::CmError),
+    /// A program or library the experiment runs is not installed.
+    #[error("{0}")]
+    Missing(String),
+    /// Running or reading a program of the experiment failed.
+    #[error("{0}")]
+    Program(String),
     /// A thread of the rig (named here) panicked.
     #[error("the {0} thread panicked")]
     Thread(&'static str),

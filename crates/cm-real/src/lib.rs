@@ -16,6 +16,7 @@
 //! | `real-sharing` | Fig 7 (§4.3) | `later_improvement` |
 //! | `real-ensemble` | sigcomm1999 §1/§5.1 | `outside_share_cm`, `jain_ensemble_cm` |
 //! | `real-probe-feedback` | sigcomm1999 §4.2–4.3 | `median_ratio_reno` (CC-UDP on probes alone ÷ Reno), fallback, restart |
+//! | `real-wrap` | transport-selection-middleware §3, §4.3 | `wrapped_udp_to_tcp`, `unwrapped_udp_link_share` (an unmodified `iperf3 -u` under `cm wrap`) |
 //!
 //! They need root (namespaces, qdiscs, TUN devices) and say so. Paths are
 //! torn down on every exit path ([`cm_netem::Path`]'s `Drop`). Each runs on
@@ -35,6 +36,7 @@ pub mod probe_feedback;
 pub mod sharing;
 pub mod tcp_friendly;
 pub mod throughput;
+pub mod wrap;
 
 pub use cm_experiments::experiments::Output;
 pub use error::{RealError, Result};
@@ -77,6 +79,11 @@ pub const EXPERIMENTS: &[(&str, &str, RealFn)] = &[
         "real-probe-feedback",
         "sigcomm1999 §4.2-4.3: CC-UDP on CM-protocol probes alone (no acks) vs Linux Reno vs loss; fallback and restart (root)",
         probe_feedback::run,
+    ),
+    (
+        "real-wrap",
+        "transport-selection-middleware §4.3: unmodified iperf3 -u -b 50M beside Linux Reno, unwrapped and under cm wrap (root, iperf3)",
+        wrap::run,
     ),
 ];
 

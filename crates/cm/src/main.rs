@@ -19,6 +19,7 @@ mod top_cmd;
 mod ttcp_bench_cmd;
 mod ttcp_cmd;
 mod wait;
+mod wrap_cmd;
 
 /// The Congestion Manager: host-wide congestion control shared by every
 /// flow to the same destination.
@@ -67,6 +68,12 @@ enum Command {
     /// Benchmarks against a running system: `cm bench load` drives a `cmd`
     /// it starts with many clients and flows.
     Bench(bench_load::BenchArgs),
+    /// Run an unmodified program with congestion control forced on its UDP
+    /// sends (LD_PRELOAD): a small queue per flow, sent as the CM grants.
+    Wrap(wrap_cmd::WrapArgs),
+    /// The receiver CM for `cm wrap` senders: count arriving UDP datagrams
+    /// and answer probes (root).
+    Receiver(wrap_cmd::ReceiverArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -90,6 +97,8 @@ fn main() -> std::process::ExitCode {
         Command::Ttcp(a) => ok(ttcp_cmd::run(&a)),
         Command::Soak(a) => soak::run(&a),
         Command::Bench(a) => ok(bench_load::run(&a)),
+        Command::Wrap(a) => ok(wrap_cmd::run(&a)),
+        Command::Receiver(a) => ok(wrap_cmd::run_receiver(&a)),
     };
     match result {
         Ok(code) => code,
