@@ -25,6 +25,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "tests (property tests at ${PROPTEST_CASES:=10000} cases each)"
 export PROPTEST_CASES
+# The LD_PRELOAD library is a cdylib, which `cargo test` does not build;
+# cm-wrap's and real-wrap's tests preload it from target/release.
+cargo build --release --locked -p cm-wrap
 cargo test --workspace --release --locked
 
 step "libcm's tokio adapter (feature tokio): awaited grants, embedded and daemon"

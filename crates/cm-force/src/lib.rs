@@ -14,6 +14,9 @@
 //! - [`receiver`]: the receiver CM for such flows: it counts what arrives
 //!   and answers the sender's probes ([`cm_proto::counted`],
 //!   sigcomm1999 §4.2.2), so neither program carries a CM header.
+//! - [`proxy`]: `cm proxy`, the paper's VoIP proxy as a relay pair: the
+//!   ingress queues (MAXQ) and sends through CC-UDP as the CM allows, the
+//!   egress delivers to the real destination and acknowledges.
 //! - [`inbox`] and [`run`]: the hand-over from the program's threads to
 //!   the engine's, and the engine's loop.
 //! - [`config`]: the settings, from the environment `cm wrap` sets.
@@ -24,6 +27,7 @@
 pub mod config;
 pub mod engine;
 pub mod inbox;
+pub mod proxy;
 pub mod receiver;
 pub mod report;
 pub mod run;

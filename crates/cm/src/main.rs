@@ -9,6 +9,7 @@ mod demo;
 mod experiment_cmd;
 mod flow_cmd;
 mod procfs;
+mod proxy_cmd;
 mod query_cmd;
 mod referee_cmd;
 mod sim_cmd;
@@ -71,6 +72,10 @@ enum Command {
     /// Run an unmodified program with congestion control forced on its UDP
     /// sends (LD_PRELOAD): a small queue per flow, sent as the CM grants.
     Wrap(wrap_cmd::WrapArgs),
+    /// The middleware paper's VoIP proxy: `cm proxy ingress` takes an
+    /// application's datagrams and sends them through a congestion-
+    /// controlled channel with a small queue; `cm proxy egress` delivers.
+    Proxy(proxy_cmd::ProxyArgs),
     /// The receiver CM for `cm wrap` senders: count arriving UDP datagrams
     /// and answer probes (root).
     Receiver(wrap_cmd::ReceiverArgs),
@@ -98,6 +103,7 @@ fn main() -> std::process::ExitCode {
         Command::Soak(a) => soak::run(&a),
         Command::Bench(a) => ok(bench_load::run(&a)),
         Command::Wrap(a) => ok(wrap_cmd::run(&a)),
+        Command::Proxy(a) => ok(proxy_cmd::run(&a)),
         Command::Receiver(a) => ok(wrap_cmd::run_receiver(&a)),
     };
     match result {

@@ -1,0 +1,416 @@
+//! `cm proxy`: the paper's VoIP proxy as a UDP relay pair
+//! (transport-selection-middleware §4.3.1). An unmodified application
+//! sends its datagrams to the **ingress** on a local port; the ingress
+//! carries them through a congestion-controlled channel (CC-UDP,
+//! [`libcm::ccudp::CcUdpSocket`], TFRC by default) to the **egress**,
+//! which delivers them to the real destination. Replies travel back the
+//! same way to the application's address.
+//!
+//! The ingress holds at most MAXQ datagrams ([`MaxQueue`]) besides the one
+//! the CM has been asked to send, and drops from the head (default) or the
+//! tail when more arrive: the drops happen at the proxy, early, instead of
+//! at the bottleneck. Feedback is the egress's CC-UDP acknowledgements.
+//! Garbage sent to the egress is counted and ignored by CC-UDP; a peer
+//! that vanishes leaves the channel without acknowledgements, which the
+//! CM answers by slowing to its minimum pace, never by blocking the
+//! application.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration as StdDuration, Instant as StdInstant};
+
+use cm_core::controller::ControllerConfig;
+use cm_transport::maxq::{MaxQueue, Overflow};
+use libcm::ccudp::{CcUdpSocket, SharedCm};
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use serde::Serialize;
+
+/// The ingress's settings.
+#[derive(Clone, Debug)]
+pub struct IngressConfig {
+    /// Where the application sends its datagrams.
+    pub listen: SocketAddr,
+    /// The egress.
+    pub egress: SocketAddr,
+    /// Datagrams waiting besides the one handed to the CM.
+    pub maxq: usize,
+    /// What a full queue drops.
+    pub overflow: Overflow,
+    /// The channel's controller (None: the CM's default).
+    pub controller: Option<ControllerConfig>,
+}
+
+/// The egress's settings.
+#[derive(Clone, Debug)]
+pub struct EgressConfig {
+    /// Where the ingress sends.
+    pub listen: SocketAddr,
+    /// The real destination.
+    pub deliver: SocketAddr,
+}
+
+/// What an ingress did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct IngressReport {
+    /// Datagrams the application offered.
+    pub offered: u64,
+    /// Datagrams handed to the CM (sent, or about to be).
+    pub sent: u64,
+    /// Datagrams dropped at the proxy.
+    pub dropped_at_proxy: u64,
+    /// Mean wait in the proxy's queue, ms.
+    pub mean_queue_ms: f64,
+    /// Longest wait, ms.
+    pub max_queue_ms: f64,
+    /// Channel datagrams the egress acknowledged.
+    pub acked: u64,
+    /// Channel datagrams declared lost in the network.
+    pub lost: u64,
+    /// Replies relayed back to the application.
+    pub replies: u64,
+    /// The application's address (replies go there).
+    pub app: Option<String>,
+}
+
+/// What an egress did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EgressReport {
+    /// Datagrams received from the ingress and delivered.
+    pub delivered: u64,
+    /// Delivery failures (the destination refused).
+    pub deliver_errors: u64,
+    /// Datagrams on the channel port that were not CC-UDP (ignored).
+    pub malformed: u64,
+    /// Replies from the destination carried back.
+    pub replies: u64,
+    /// Replies dropped (the channel back was full).
+    pub replies_dropped: u64,
+    /// The ingress's address, once it has sent.
+    pub ingress: Option<String>,
+}
+
+/// Why a proxy end stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// A socket could not be set up.
+    #[error("{what}: {source}")]
+    Setup {
+        /// What was being set up.
+        what: String,
+        /// The error.
+        source: io::Error,
+    },
+    /// The CM refused.
+    #[error("congestion manager: {0}")]
+    Cm(#[from] libcm::CmError),
+    /// A socket failed while relaying.
+    #[error("relaying: {0}")]
+    Io(#[from] io::Error),
+}
+
+fn setup<T>(what: impl Into<String>, r: io::Result<T>) -> Result<T, ProxyError> {
+    r.map_err(|source| ProxyError::Setup {
+        what: what.into(),
+        source,
+    })
+}
+
+fn wait(fds: &[BorrowedFd<'_>], timeout: StdDuration) {
+    let t = timeout.min(StdDuration::from_millis(200));
+    let ts = Timespec {
+        tv_sec: t.as_secs() as i64,
+        tv_nsec: i64::from(t.subsec_nanos()),
+    };
+    let mut p: Vec<PollFd<'_>> = fds
+        .iter()
+        .map(|f| PollFd::from_borrowed_fd(*f, PollFlags::IN))
+        .collect();
+    let _ = poll(&mut p, Some(&ts));
+}
+
+/// The ingress end.
+pub struct Ingress {
+    app: UdpSocket,
+    cc: CcUdpSocket,
+    cm: SharedCm,
+    queue: MaxQueue<Vec<u8>>,
+    app_addr: Option<SocketAddr>,
+    replies: u64,
+}
+
+impl Ingress {
+    /// Bind the application's port and open the channel to the egress.
+    pub fn bind(cm: &SharedCm, cfg: &IngressConfig) -> Result<Ingress, ProxyError> {
+        let app = setup(
+            format!("binding {}", cfg.listen),
+            UdpSocket::bind(cfg.listen),
+        )?;
+        setup("non-blocking", app.set_nonblocking(true))?;
+        let any: SocketAddr = if cfg.egress.is_ipv4() {
+            "0.0.0.0:0"
+                .parse()
+                .map_err(|_| io::Error::other("address"))?
+        } else {
+            "[::]:0".parse().map_err(|_| io::Error::other("address"))?
+        };
+        let mut cc = setup("opening the channel", CcUdpSocket::bind(cm, any))?;
+        setup(
+            format!("connecting to {}", cfg.egress),
+            cc.connect(cfg.egress),
+        )?;
+        setup("non-blocking", cc.set_nonblocking(true))?;
+        if let (Some(c), Some(flow)) = (&cfg.controller, cc.flow()) {
+            cm.borrow_mut().set_controller(flow, c)?;
+        }
+        Ok(Ingress {
+            app,
+            cc,
+            cm: SharedCm::clone(cm),
+            queue: MaxQueue::new(cfg.maxq, cfg.overflow),
+            app_addr: None,
+            replies: 0,
+        })
+    }
+
+    /// The application's port.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.app.local_addr()
+    }
+
+    fn cm_idle(&self) -> bool {
+        self.cc.stats().queued == 0
+    }
+
+    /// One round: take the application's datagrams, feed the CM, relay
+    /// replies. Never blocks.
+    pub fn step(&mut self) -> Result<(), ProxyError> {
+        let now = cm_clock::now();
+        let mut buf = vec![0u8; 65_536];
+        loop {
+            match self.app.recv_from(&mut buf) {
+                Ok((n, from)) => {
+                    self.app_addr = Some(from);
+                    let _ = self.queue.push(now, buf[..n].to_vec());
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                // ICMP errors from earlier replies: not the application's data.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.cc.drive()?;
+        let max = self.cc.max_payload().unwrap_or(1200);
+        while self.cm_idle() {
+            let Some((d, _)) = self.queue.pop(cm_clock::now()) else {
+                break;
+            };
+            if d.len() > max {
+                continue; // larger than the channel carries: dropped
+            }
+            match self.cc.send(&d) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        loop {
+            match self.cc.recv(&mut buf) {
+                Ok(n) => {
+                    if let Some(a) = self.app_addr {
+                        let _ = self.app.send_to(&buf[..n], a);
+                        self.replies += 1;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Relay until `stop` is set or `until` passes.
+    pub fn run(&mut self, stop: &AtomicBool, until: Option<StdInstant>) -> Result<(), ProxyError> {
+        while !stop.load(Ordering::Relaxed) && until.is_none_or(|u| StdInstant::now() < u) {
+            self.step()?;
+            let t = self
+                .cc
+                .next_timeout()?
+                .unwrap_or(StdDuration::from_millis(200));
+            let t = if self.queue.is_empty() {
+                t
+            } else {
+                t.min(StdDuration::from_millis(1))
+            };
+            let mut cm = self.cm.borrow_mut();
+            let cm_fd = cm.pollable_fd().ok();
+            let mut fds = vec![self.app.as_fd(), self.cc.as_fd()];
+            fds.extend(cm_fd);
+            wait(&fds, t);
+        }
+        Ok(())
+    }
+
+    /// What it has done so far.
+    pub fn report(&self) -> IngressReport {
+        let q = self.queue.stats();
+        let c = self.cc.stats();
+        IngressReport {
+            offered: q.offered,
+            sent: q.sent,
+            dropped_at_proxy: q.dropped,
+            mean_queue_ms: q.mean_wait().map_or(0.0, |d| d.as_micros() as f64 / 1000.0),
+            max_queue_ms: q.max_wait_us as f64 / 1000.0,
+            acked: c.acked,
+            lost: c.lost,
+            replies: self.replies,
+            app: self.app_addr.map(|a| a.to_string()),
+        }
+    }
+}
+
+/// The egress end.
+pub struct Egress {
+    cc: Option<CcUdpSocket>,
+    listen: Option<UdpSocket>,
+    cm: SharedCm,
+    out: UdpSocket,
+    deliver: SocketAddr,
+    report: EgressReport,
+}
+
+impl Egress {
+    /// Bind the channel port and a socket towards the destination.
+    pub fn bind(cm: &SharedCm, cfg: &EgressConfig) -> Result<Egress, ProxyError> {
+        let listen = setup(
+            format!("binding {}", cfg.listen),
+            UdpSocket::bind(cfg.listen),
+        )?;
+        setup("non-blocking", listen.set_nonblocking(true))?;
+        let any = if cfg.deliver.is_ipv4() {
+            "0.0.0.0:0"
+        } else {
+            "[::]:0"
+        };
+        let out = setup("opening the delivery socket", UdpSocket::bind(any))?;
+        setup("connecting the delivery socket", out.connect(cfg.deliver))?;
+        setup("non-blocking", out.set_nonblocking(true))?;
+        Ok(Egress {
+            cc: None,
+            listen: Some(listen),
+            cm: SharedCm::clone(cm),
+            out,
+            deliver: cfg.deliver,
+            report: EgressReport::default(),
+        })
+    }
+
+    /// The channel port.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        match (&self.cc, &self.listen) {
+            (Some(c), _) => c.local_addr(),
+            (None, Some(l)) => l.local_addr(),
+            (None, None) => Err(io::Error::other("egress has no socket")),
+        }
+    }
+
+    /// Until the ingress's first datagram, the channel's peer is unknown:
+    /// peek at it (leaving it for CC-UDP) and connect.
+    fn accept(&mut self) -> Result<(), ProxyError> {
+        let Some(l) = &self.listen else { return Ok(()) };
+        let mut b = [0u8; 64];
+        let from = match l.peek_from(&mut b) {
+            Ok((n, from))
+                if libcm::ccudp::wire::decode(&b[..n.min(b.len())]).is_ok()
+                    || cm_proto::wire::is_cm(&b[..n.min(b.len())]) =>
+            {
+                from
+            }
+            Ok(_) => {
+                // Not CC-UDP: garbage, or a stray datagram. Drop it.
+                let _ = l.recv_from(&mut b);
+                self.report.malformed += 1;
+                return Ok(());
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        let Some(sock) = self.listen.take() else {
+            return Ok(());
+        };
+        let mut cc = CcUdpSocket::from_std(&self.cm, sock)?;
+        cc.connect(from)?;
+        cc.set_nonblocking(true)?;
+        self.report.ingress = Some(from.to_string());
+        self.cc = Some(cc);
+        Ok(())
+    }
+
+    /// One round: deliver what arrived, carry replies back. Never blocks.
+    pub fn step(&mut self) -> Result<(), ProxyError> {
+        self.accept()?;
+        let Some(cc) = &mut self.cc else {
+            return Ok(());
+        };
+        let mut buf = vec![0u8; 65_536];
+        loop {
+            match cc.recv(&mut buf) {
+                Ok(n) => match self.out.send(&buf[..n]) {
+                    Ok(_) => self.report.delivered += 1,
+                    Err(_) => self.report.deliver_errors += 1,
+                },
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        loop {
+            match self.out.recv(&mut buf) {
+                Ok(n) => match cc.send(&buf[..n]) {
+                    Ok(_) => self.report.replies += 1,
+                    Err(_) => self.report.replies_dropped += 1,
+                },
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                // The destination is not listening (ICMP): nothing to relay.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        cc.drive()?;
+        self.report.malformed = self.report.malformed.max(cc.stats().malformed);
+        Ok(())
+    }
+
+    /// Relay until `stop` is set or `until` passes.
+    pub fn run(&mut self, stop: &AtomicBool, until: Option<StdInstant>) -> Result<(), ProxyError> {
+        while !stop.load(Ordering::Relaxed) && until.is_none_or(|u| StdInstant::now() < u) {
+            self.step()?;
+            let t = match &mut self.cc {
+                Some(cc) => cc.next_timeout()?.unwrap_or(StdDuration::from_millis(200)),
+                None => StdDuration::from_millis(200),
+            };
+            let mut cm = self.cm.borrow_mut();
+            let cm_fd = cm.pollable_fd().ok();
+            let mut fds = vec![self.out.as_fd()];
+            match (&self.cc, &self.listen) {
+                (Some(c), _) => fds.push(c.as_fd()),
+                (None, Some(l)) => fds.push(l.as_fd()),
+                (None, None) => {}
+            }
+            fds.extend(cm_fd);
+            wait(&fds, t);
+        }
+        Ok(())
+    }
+
+    /// What it has done so far.
+    pub fn report(&self) -> EgressReport {
+        self.report.clone()
+    }
+
+    /// The destination.
+    pub fn destination(&self) -> SocketAddr {
+        self.deliver
+    }
+}
