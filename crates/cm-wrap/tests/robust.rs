@@ -118,3 +118,80 @@ fn a_flooding_closing_forking_program_keeps_working_with_bounded_memory() {
         "no receiver CM: silence must be reported"
     );
 }
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// With a receiver CM answering (on loopback, where nothing limits the
+/// rate), a wrapped constant-rate sender well below any limit gets through
+/// almost whole: the CM learns from the counts that nothing is lost.
+#[test]
+fn with_a_receiver_cm_a_modest_sender_goes_through() {
+    let Some(py) = python() else {
+        eprintln!("skipped: needs python3");
+        return;
+    };
+    if !is_root() {
+        eprintln!("skipped: needs root (the receiver CM counts on a raw socket)");
+        return;
+    }
+    let mut receiver = cm_force::Receiver::bind(0).unwrap();
+    let port = receiver.port();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = std::sync::Arc::clone(&stop);
+    let rx = std::thread::spawn(move || {
+        receiver
+            .run(&stop2, Some(Instant::now() + Duration::from_secs(60)))
+            .unwrap();
+        receiver.stats()
+    });
+    let sink = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sink.set_read_timeout(Some(Duration::from_millis(1500)))
+        .unwrap();
+    let dst = sink.local_addr().unwrap();
+    // Read as they come (a socket buffer holds only about 100 of them).
+    let reader = std::thread::spawn(move || {
+        let mut got = 0;
+        let mut buf = [0u8; 2048];
+        while sink.recv(&mut buf).is_ok() {
+            got += 1;
+        }
+        got
+    });
+    let report = std::env::temp_dir().join(format!("cm-wrap-rx-{}.json", std::process::id()));
+    // 2 Mbit/s of 1000-byte datagrams for 3 s: 750 datagrams.
+    let code = format!(
+        "import socket,time\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\nt0=time.monotonic()\nfor n in range(750):\n    s.sendto(b'x'*1000,('127.0.0.1',{}))\n    d=t0+(n+1)*0.004-time.monotonic()\n    time.sleep(max(d,0))\n",
+        dst.port()
+    );
+    let status = Command::new(py)
+        .arg("-c")
+        .arg(code)
+        .env("LD_PRELOAD", library())
+        .env("CM_WRAP_LOOPBACK", "1")
+        .env("CM_WRAP_PORT", port.to_string())
+        .env("CM_WRAP_REPORT", &report)
+        .env("CM_SOCKET", "/nonexistent/cm.sock")
+        .env("XDG_RUNTIME_DIR", "/nonexistent")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let got = reader.join().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let rs = rx.join().unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&report);
+    eprintln!("received {got}; receiver CM {rs:?}; wrapper {r}");
+    assert!(got >= 700, "only {got} of 750 datagrams arrived");
+    assert!(r["responses"].as_u64().unwrap() > 10, "{r}");
+    assert_eq!(r["silent_intervals"], 0, "{r}");
+    assert!(rs.datagrams >= got, "{rs:?}");
+}
