@@ -108,6 +108,7 @@ pub mod netns;
 mod path;
 pub mod selftest;
 mod sys;
+pub mod topo;
 
 pub use config::{ConfigError, PathConfig, Queue, parse_duration, parse_queue, parse_rate};
 pub use delaybox::{DelayBoxStats, DirectionStats};
@@ -117,4 +118,7 @@ pub use path::{Node, Path, PathStats, QdiscStats, tbf_burst};
 pub use selftest::{
     FractionCheck, LossRule, ReorderCheck, SelfTestError, SelfTestFailed, SelfTestOptions,
     SelfTestReport,
+};
+pub use topo::{
+    LinkCheck, Network, TopoLink, TopoNode, TopoSelfTestOptions, TopoSelfTestReport, parse_topology,
 };
