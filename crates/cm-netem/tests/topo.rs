@@ -150,9 +150,47 @@ fn collapse_routes_and_passes_its_self_test() {
     for l in &report.links {
         assert_eq!(l.probes, 15, "{l:?}");
     }
+    for l in &report.links {
+        assert_eq!(l.flood_lost, 0, "{l:?}");
+    }
     drop(net);
     assert_clean("drop", None);
+
+    // A line with what collapse lacks: a 0-delay 100 Mbit/s link, and a
+    // 2 Mbit/s / 64 kbit/s link of 20 ms with a 10-packet queue.
+    let line = parse_topology(LINE).unwrap();
+    let net = Network::build(&line).unwrap();
+    let report = net.self_test(&TopoSelfTestOptions::default()).unwrap();
+    println!("{report}");
+    assert!(report.pass, "{report}");
+    assert_eq!(report.links[3].rate_bps, 64_000.0);
+    assert!((10..=11).contains(&report.links[3].backlog_packets));
+    drop(net);
+    assert_clean("drop line", None);
 }
+
+const LINE: &str = r#"
+[topology]
+[[topology.node]]
+name = "a"
+[[topology.node]]
+name = "r"
+kind = "router"
+[[topology.node]]
+name = "b"
+[[topology.link]]
+a = "a"
+b = "r"
+rate_bps = 100_000_000
+delay_ms = 0.0
+[[topology.link]]
+a = "r"
+b = "b"
+rate_bps = 2_000_000
+reverse_rate_bps = 64_000
+delay_ms = 20.0
+queue_packets = 10
+"#;
 
 #[test]
 fn nothing_is_left_behind() {

@@ -1,7 +1,9 @@
 //! The per-link self-test: every direction of every link, measured between
 //! the link's own two ends (so only that link is crossed), all directions at
-//! once: first the one-way delay of sparse timestamped probes, then the rate
-//! of a flood that keeps the link's queue busy.
+//! once: first the one-way delay of sparse timestamped probes, then a flood
+//! that fills the link's queue and keeps it full: its arrival rate is the
+//! link's rate, and the queue's backlog (`tc -s`) during the flood is the
+//! DropTail limit in packets.
 
 use std::fmt;
 use std::sync::Arc;
@@ -67,8 +69,24 @@ pub struct LinkCheck {
     pub rate_seconds: f64,
     /// Queue drops of the link during the test (the flood's excess).
     pub queue_drops: u64,
+    /// Flood datagrams neither received nor counted as queue drops (expected 0).
+    pub flood_lost: u64,
     /// |rate_rel_error| ≤ tolerance.
     pub rate_pass: bool,
+    /// Spec DropTail limit, packets (waiting, besides the one in transmission).
+    pub queue_packets: u32,
+    /// The queue's backlog in packets three quarters into the flood (it is full then):
+    /// `queue_packets + 1`, the waiting packets plus the one being sent, as in
+    /// ns-2 and the simulator (a `tbf` holds the packet it waits to send).
+    pub backlog_packets: u64,
+    /// Longest queueing time of a flood datagram (one-way delay − spec delay)
+    /// in transmission times of a datagram at the spec rate; about
+    /// `queue_packets + 1` too, plus the hosts' and delay box's latency under
+    /// load (which is several packets' worth at 100 Mbit/s). Not judged.
+    pub queueing_packets: f64,
+    /// `backlog_packets` within max(1, tolerance × (queue_packets + 1)) below
+    /// `queue_packets + 1`, not above, and the queue dropped something.
+    pub queue_pass: bool,
     /// Spec one-way delay, ms.
     pub delay_ms: f64,
     /// Smallest measured one-way delay of a probe, ms (a lone probe finds
@@ -80,7 +98,7 @@ pub struct LinkCheck {
     pub probes: u64,
     /// |min − spec| ≤ max(tolerance × spec, delay slack).
     pub delay_pass: bool,
-    /// Both held.
+    /// All three held.
     pub pass: bool,
 }
 
@@ -184,6 +202,8 @@ fn delay_phase(net: &Network, o: &TopoSelfTestOptions, t0: Instant) -> Result<Ve
 struct RateResult {
     sent: u64,
     log: Vec<Arrival>,
+    /// The link's queue counters three quarters into the flood.
+    full: Option<crate::path::QdiscStats>,
 }
 
 fn rate_phase(net: &Network, o: &TopoSelfTestOptions, t0: Instant) -> Result<Vec<RateResult>> {
@@ -200,9 +220,11 @@ fn rate_phase(net: &Network, o: &TopoSelfTestOptions, t0: Instant) -> Result<Vec
             .zip(&pairs)
             .map(|(l, (tx, rx))| {
                 let size = flood_size(l.rate_bps);
-                let burst = l.burst_bytes.div_ceil(size) + 2;
-                let pps = 1.2 * l.rate_bps as f64 / 8.0 / size as f64;
                 let queue = u64::from(l.queue_packets) + 1;
+                // Empty the bucket, fill the queue and overflow it by 5 at once,
+                // then offer 20 % more than the rate: the queue stays full.
+                let burst = l.burst_bytes.div_ceil(size) + queue + 5;
+                let pps = 1.2 * l.rate_bps as f64 / 8.0 / size as f64;
                 let quiet =
                     (seconds_of(4 * size, l.rate_bps) + l.delay).max(Duration::from_millis(300));
                 let cap = duration
@@ -213,11 +235,17 @@ fn rate_phase(net: &Network, o: &TopoSelfTestOptions, t0: Instant) -> Result<Vec
                 let d2 = Arc::clone(&done);
                 s.spawn(move || {
                     let got = s.spawn(move || probe::receive(rx, t0, None, &d2, quiet, cap));
+                    // Sampled while the flood still keeps the queue full.
+                    let full = s.spawn(move || {
+                        std::thread::sleep(duration * 3 / 4);
+                        net.link_stats(l.id).ok()
+                    });
                     let sent = probe::flood(tx, size, burst, pps, duration, t0);
                     done.store(true, Ordering::Relaxed);
                     RateResult {
                         sent,
                         log: got.join().unwrap_or_default(),
+                        full: full.join().ok().flatten(),
                     }
                 })
             })
@@ -245,6 +273,20 @@ fn judge(
     let delay_ms = ms(l.delay);
     let allowed = (o.tolerance * delay_ms).max(ms(o.delay_slack));
     let delay_pass = d.probes > 0 && (ms(d.min) - delay_ms).abs() <= allowed;
+    let tx_time = seconds_of(size, l.rate_bps).as_secs_f64();
+    let max_queueing = r
+        .log
+        .iter()
+        .map(|a| a.at.saturating_sub(a.sent).saturating_sub(l.delay))
+        .max()
+        .unwrap_or_default();
+    let queueing_packets = max_queueing.as_secs_f64() / tx_time;
+    let want = u64::from(l.queue_packets) + 1;
+    let backlog_packets = r.full.map_or(0, |q| q.backlog_packets);
+    let below = (o.tolerance * want as f64).max(1.0);
+    let queue_pass =
+        drops > 0 && backlog_packets <= want && (want - backlog_packets) as f64 <= below;
+    let flood_lost = r.sent.saturating_sub(r.log.len() as u64 + drops);
     let or_nan = |x: Duration| if d.probes > 0 { ms(x) } else { f64::NAN };
     LinkCheck {
         id: l.id,
@@ -258,13 +300,18 @@ fn judge(
         flood_received: r.log.len() as u64,
         rate_seconds,
         queue_drops: drops,
+        flood_lost,
         rate_pass,
+        queue_packets: l.queue_packets,
+        backlog_packets,
+        queueing_packets,
+        queue_pass,
         delay_ms,
         min_delay_ms: or_nan(d.min),
         median_delay_ms: or_nan(d.median),
         probes: d.probes,
         delay_pass,
-        pass: rate_pass && delay_pass,
+        pass: rate_pass && delay_pass && queue_pass,
     }
 }
 
@@ -313,15 +360,18 @@ impl fmt::Display for TopoSelfTestReport {
         )?;
         writeln!(
             f,
-            "{:>4} {:<12} {:>12} {:>12} {:>7} {:>5} {:>6} {:>5} {:>8} {:>8} {:>8} {:>5}",
+            "{:>4} {:<10} {:>12} {:>12} {:>7} {:>5} {:>5} {:>7} {:>7} {:>5} {:>5} {:>8} {:>8} {:>8} {:>5}",
             "link",
             "from->to",
             "rate spec",
             "measured",
             "err",
-            "pkt B",
-            "drops",
             "rate",
+            "pkt B",
+            "queue+1",
+            "backlog",
+            "drops",
+            "queue",
             "delay ms",
             "min ms",
             "med ms",
@@ -330,15 +380,18 @@ impl fmt::Display for TopoSelfTestReport {
         for l in &self.links {
             writeln!(
                 f,
-                "{:>4} {:<12} {:>12} {:>12} {:>+6.1}% {:>5} {:>6} {:>5} {:>8.3} {:>8.3} {:>8.3} {:>5}",
+                "{:>4} {:<10} {:>12} {:>12} {:>+6.2}% {:>5} {:>5} {:>7} {:>7} {:>5} {:>5} {:>8.3} {:>8.3} {:>8.3} {:>5}",
                 l.id,
                 format!("{}->{}", l.from, l.to),
                 cm_report::fmt::rate(l.rate_bps),
                 cm_report::fmt::rate(l.measured_bps),
                 l.rate_rel_error * 100.0,
-                l.flood_packet_bytes,
-                l.queue_drops,
                 verdict(l.rate_pass),
+                l.flood_packet_bytes,
+                l.queue_packets + 1,
+                l.backlog_packets,
+                l.queue_drops,
+                verdict(l.queue_pass),
                 l.delay_ms,
                 l.min_delay_ms,
                 l.median_delay_ms,
