@@ -210,5 +210,6 @@ pub use selftest::{
     SelfTestReport,
 };
 pub use topo::{
-    LinkCheck, Network, TopoLink, TopoNode, TopoSelfTestOptions, TopoSelfTestReport, parse_topology,
+    LinkCheck, Network, TopoLink, TopoNode, TopoSelfTestOptions, TopoSelfTestReport, TopologySpec,
+    parse_topology,
 };

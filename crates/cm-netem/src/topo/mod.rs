@@ -18,6 +18,8 @@ mod probe;
 mod setup;
 
 pub use check::{LinkCheck, TopoSelfTestOptions, TopoSelfTestReport};
+/// The topology description (re-exported so users need not depend on `cm-sim`).
+pub use cm_sim::spec::TopologySpec;
 pub use plan::{MAX_LINKS, MTU, TopoLink, TopoNode, link_burst, parse_topology};
 
 use std::fmt;
@@ -26,8 +28,6 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::JoinHandle;
-
-use cm_sim::spec::TopologySpec;
 
 use crate::delaybox::{DelayBox, DelayBoxStats};
 use crate::error::{BuildStep, NetemError, Result};
