@@ -68,7 +68,7 @@ pub enum NetemError {
     Injected(BuildStep),
     /// The topology description is unusable (see [`cm_sim::spec::SpecError`]).
     #[error("invalid topology: {0}")]
-    Spec(#[from] cm_sim::spec::SpecError),
+    Spec(cm_sim::spec::SpecError),
     /// A network has no node of this name.
     #[error("the network has no node named {0:?}")]
     UnknownNode(String),
@@ -130,6 +130,13 @@ impl NetemError {
             context: context.into(),
             error,
         }
+    }
+}
+
+impl From<cm_sim::spec::SpecError> for NetemError {
+    fn from(e: cm_sim::spec::SpecError) -> NetemError {
+        // Not a `#[source]`: the message already ends with it.
+        NetemError::Spec(e)
     }
 }
 

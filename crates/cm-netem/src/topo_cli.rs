@@ -33,8 +33,8 @@ Needs root.";
 pub(crate) struct TopoArgs {
     /// TOML file with a [topology] table (e.g. experiments/topologies/collapse-fig1.toml).
     file: PathBuf,
-    /// Measure every link direction's rate and one-way delay against the file; exit 1
-    /// when one is off.
+    /// Measure every link direction's rate, DropTail queue and one-way delay against
+    /// the file (about 6 s for collapse-fig1.toml); exit 1 when one is off.
     #[arg(long)]
     selftest: bool,
     /// Print the self-test's report as JSON.

@@ -7,6 +7,19 @@
 //! the 10 kbit/s n3 → n5 link behind it drops nearly all of them, so the
 //! upper branch's throughput falls as the lower source speeds up.
 //!
+//! One 90 s run on a 2-core VM (`cargo test -p cm-real --lib collapse --
+//! --ignored --nocapture` prints the table): n5 receives 1200–1320 B/s, its
+//! 10 kbit/s link, with a one-way delay of 4.8–5.1 s once its queue is full
+//! (from 8 s; the paper's Table 1: 4.8 s); n4 follows its source to 18.7 kB/s at 11 s, stays at 17–21 kB/s
+//! (one second 26.4 kB/s) while the two sources share the full n2 → n3 link,
+//! and falls under 1 kB/s from 29 s until the sources stop at 90 s, 50 s
+//! earlier than the paper's ns-2 run
+//! (27.8 kB/s at 28 s, zero at 81 s). From about 24 s the n0 → n2 link, as
+//! fast as n2 → n3, delivers the upper flow at exactly the rate at which
+//! n2 → n3's full queue frees places, a phase relation DropTail is known to
+//! be sensitive to (the paper repeated its runs with RED for that reason);
+//! this run has not separated that from other causes.
+//!
 //! Only the plain UDP case; the congestion-controlled one goes through the
 //! CM proxy. Sizes and rates count IP bytes (payload + 28), as the emulated
 //! links and ns-2 do; each datagram carries its send time (the process's
