@@ -64,9 +64,10 @@ impl fmt::Debug for Network {
 }
 
 impl Network {
-    /// Build the network `spec` describes. Needs root. Sweeps namespaces left
-    /// behind by dead processes first. On error everything built so far is
-    /// torn down.
+    /// Build the network `spec` describes. Needs root. On error everything
+    /// built so far is torn down. Unlike [`crate::Path::build`] it does not
+    /// sweep other processes' leftovers ([`crate::sweep_stale`] does, and
+    /// `cm-netem cleanup`).
     pub fn build(spec: &TopologySpec) -> Result<Network> {
         Self::build_inner(spec, None)
     }
@@ -86,7 +87,6 @@ impl Network {
         if !netns::is_root() {
             return Err(NetemError::NotRoot);
         }
-        let _ = netns::sweep_stale();
         let net = Network {
             spec: spec.clone(),
             plan,
