@@ -1,5 +1,6 @@
-//! The delay box: a thread that owns two TUN devices in the router namespace and
-//! writes every packet it reads back into the same device one one-way delay later.
+//! The delay box: a thread that owns two TUN devices (both in a path's router
+//! namespace, or one in each end of a network's link) and writes every packet
+//! it reads back into the same device one one-way delay later.
 //!
 //! Packets are read as soon as they are readable, stamped with their arrival time and
 //! appended to a FIFO per direction (the delay is constant, so a FIFO is sorted by
