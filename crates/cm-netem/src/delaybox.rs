@@ -1,5 +1,6 @@
-//! The delay box: a thread that owns two TUN devices in the router namespace and
-//! writes every packet it reads back into the same device one one-way delay later.
+//! The delay box: a thread that owns two TUN devices (both in a path's router
+//! namespace, or one in each end of a network's link) and writes every packet
+//! it reads back into the same device one one-way delay later.
 //!
 //! Packets are read as soon as they are readable, stamped with their arrival time and
 //! appended to a FIFO per direction (the delay is constant, so a FIFO is sorted by
@@ -204,6 +205,15 @@ pub(crate) struct DelayBox {
 impl DelayBox {
     /// Create `tunf` and `tunr` in namespace `ns` and start forwarding with `delay`.
     pub(crate) fn start(ns: &str, delay: Duration) -> Result<DelayBox> {
+        Self::start_ends([(ns, TUN_FORWARD), (ns, TUN_REVERSE)], delay)
+    }
+
+    /// Create the TUN device `ends[i].1` in namespace `ends[i].0` for direction `i`
+    /// (0 is "forward": reordering and duplication apply to it) and start
+    /// forwarding with `delay`. The two ends may live in different namespaces
+    /// (one duplex link of a [`Network`](crate::topo::Network): each direction's
+    /// TUN in its transmitting node).
+    pub(crate) fn start_ends(ends: [(&str, &str); 2], delay: Duration) -> Result<DelayBox> {
         let wake = rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
             .map_err(|e| NetemError::io("eventfd for the delay box", e.into()))?;
         let wake_thread = wake.try_clone().io_context(|| "dup eventfd")?;
@@ -211,16 +221,17 @@ impl DelayBox {
         let c2 = Arc::clone(&counters);
         let impairments = Arc::new(Impairments::default());
         let i2 = Arc::clone(&impairments);
-        let ns_name = ns.to_string();
+        let ends = ends.map(|(ns, tun)| (ns.to_string(), tun.to_string()));
         let (tx, rx) = mpsc::channel::<Result<()>>();
         let thread = std::thread::Builder::new()
-            .name(format!("delaybox-{ns}"))
+            .name(format!("delaybox-{}", ends[1].1))
             .spawn(move || {
                 let setup = (|| -> Result<[File; 2]> {
-                    netns::enter(&ns_name)?;
-                    let f = open_tun(TUN_FORWARD).io_context(|| "create TUN device tunf")?;
-                    let r = open_tun(TUN_REVERSE).io_context(|| "create TUN device tunr")?;
-                    Ok([f, r])
+                    let open = |(ns, tun): &(String, String)| -> Result<File> {
+                        netns::enter(ns)?;
+                        open_tun(tun).io_context(|| format!("create TUN device {tun} in {ns}"))
+                    };
+                    Ok([open(&ends[0])?, open(&ends[1])?])
                 })();
                 match setup {
                     Ok(tuns) => {

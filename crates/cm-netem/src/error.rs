@@ -66,6 +66,20 @@ pub enum NetemError {
     /// A failure injected by a test ([`crate::Path::build_failing_at`]).
     #[error("injected failure at {0:?}")]
     Injected(BuildStep),
+    /// The topology description is unusable (see [`cm_sim::spec::SpecError`]).
+    #[error("invalid topology: {0}")]
+    Spec(cm_sim::spec::SpecError),
+    /// A network has no node of this name.
+    #[error("the network has no node named {0:?}")]
+    UnknownNode(String),
+    /// A network has no link of this id.
+    #[error(
+        "the network has no link {0} (links are numbered 2i for a->b and 2i+1 for b->a of entry i)"
+    )]
+    UnknownLink(usize),
+    /// Building a multi-node network failed (everything built so far is torn down).
+    #[error("building the emulated network: {0}")]
+    BuildNetwork(Box<NetemError>),
     /// Building the path failed (everything built so far is torn down).
     #[error("building the emulated path: {0}")]
     Build(Box<NetemError>),
@@ -103,6 +117,10 @@ pub enum BuildStep {
     Tbf,
     /// At the loss filter.
     Loss,
+    /// Network: after the veths and delay boxes of the links exist.
+    Links,
+    /// Network: after the routes exist, before the qdiscs.
+    Routes,
 }
 
 impl NetemError {
@@ -112,6 +130,13 @@ impl NetemError {
             context: context.into(),
             error,
         }
+    }
+}
+
+impl From<cm_sim::spec::SpecError> for NetemError {
+    fn from(e: cm_sim::spec::SpecError) -> NetemError {
+        // Not a `#[source]`: the message already ends with it.
+        NetemError::Spec(e)
     }
 }
 

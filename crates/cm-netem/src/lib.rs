@@ -100,6 +100,96 @@
 //! The `cm-netem` binary does the same from the command line: `cm-netem up --rate
 //! 10mbit --delay 30ms --queue 64pkt --loss 0.01 [--reorder 0.05 --reorder-delay 5ms
 //! --duplicate 0.02]`, `cm-netem selftest ...`, `cm-netem cleanup`.
+//!
+//! ## Topologies
+//!
+//! [`Network::build`] builds a multi-node network from a
+//! [`cm_sim::spec::TopologySpec`], the `[topology]` table the simulator reads
+//! (named host and router nodes, duplex links with `rate_bps`,
+//! `reverse_rate_bps`, `delay_ms`, `queue_packets`), so one file describes the
+//! simulated and the emulated network; [`parse_topology`] takes it out of a
+//! scenario file or a topology-only file. Each direction of a link is built in
+//! its transmitting node, here for link `i` from X to Y:
+//!
+//! ```text
+//!  node X (netns cmn<pid>x<k>-t<x>)                                      node Y
+//! +-------------------------------------------------------------+      +--------+
+//! | route <every address behind link i>/32 dev qi               |      |        |
+//! |   v                                                         |      |        |
+//! | qi (TUN): tbf rate, burst; pfifo limit queue_packets + 1    | veth |        |
+//! |   v                                                         |  li  |        |
+//! | delay box of link i (its X end) ==> qi ==> rule iif qi      |----->| li ... |
+//! |   lookup table 1000+i: default via Y's address dev li onlink|      |        |
+//! +-------------------------------------------------------------+      +--------+
+//! ```
+//!
+//! - **One namespace per node**, `cmn<pid>x<k>-t<index>` (swept by
+//!   [`sweep_stale`] like a path's), `lo` up, IPv6 off, no redirects, no
+//!   reverse-path filter. **One veth pair per duplex link**, `l<i>` at both ends,
+//!   on `10.<i/256>.<i%256>.0/24`: the `a` end is `.1`, the `b` end `.2`; a node's
+//!   first address is [`Network::node_addr`].
+//! - **Routes**: the simulator's own hop-count routes ([`cm_sim::Sim::path`]:
+//!   ties to the lowest link id, hosts never forward), as one `/32` per address
+//!   of every other node into the TUN of the link its route starts with, also
+//!   for a link's own peer, so every packet between nodes crosses the queue and
+//!   delay of each link on its way. What the delay box writes back enters the
+//!   node again from the TUN and policy routing sends it out of the veth; so
+//!   hosts forward too, but only from their TUNs (`forwarding = 0` on their
+//!   veths: a host forwards nobody else's packets), and `accept_local` lets a
+//!   host's own packets back in.
+//! - **Rate and queue**: a `tbf` (rate at the IP level: a TUN has no link-layer
+//!   header) with a `pfifo` under it. A packet count, not bytes, because the
+//!   spec's DropTail counts packets as ns-2's and the simulator's do: a `tbf`
+//!   byte limit of 50 × 1500 B would hold 625 of the collapse experiment's
+//!   120-byte packets. `queue_packets + 1`, because a `tbf` keeps the packet that
+//!   waits for its tokens in the queue, where ns-2 and the simulator hold
+//!   `queue_packets` plus the one in transmission. The burst is the smallest that
+//!   passes a full-size packet, [`topo::link_burst`]: one MTU plus 100 B, or
+//!   1 ms of tokens when that is more. Two differences from a serializing link
+//!   remain: a packet that finds the bucket full leaves at once instead of
+//!   after size / rate (96 ms for 120 B at 10 kbit/s), and after an idle period
+//!   up to a burst (1600 B: 13 such packets) leaves back to back; once a queue
+//!   has formed, packets leave at exactly the rate.
+//! - **A host's own egress**: the first link's queue sits in the sending host,
+//!   as in ns-2. UDP senders that overflow it see no error (the kernel counts
+//!   the drop; with `IP_RECVERR` the socket gets `ENOBUFS`), like ns-2's drop at
+//!   the host's link. A TCP sender does not fill it: TCP small queues and the
+//!   socket's send buffer hold the data back in the socket instead, so the
+//!   drops a simulated TCP sees at its own link do not happen there.
+//! - **Delay**: one delay box per duplex link (the path's, with its TUN of one
+//!   direction in `a` and of the other in `b`), after the queue as in a real
+//!   link. A link with `delay_ms = 0` still passes its box, which adds its
+//!   wake-up latency (tens of µs).
+//! - **Teardown**: [`Network`]'s `Drop` (also on panic and for a build that
+//!   fails half-way) stops the boxes and deletes the namespaces; the CLI tears
+//!   down on SIGINT/SIGTERM.
+//!
+//! [`Network::self_test`] measures every link direction between the link's two
+//! ends, all at once: the one-way delay of sparse timestamped probes (every
+//! namespace shares the process's monotonic clock), then a flood that fills the
+//! queue and keeps it full (its steady arrival rate against the rate; the
+//! `tc` backlog in the middle of it against `queue_packets + 1`). Slow links get
+//! small datagrams (about 100 per second of the rate, at least 64 B), so the
+//! whole test takes some 6 s on the collapse topology, whose 10 kbit/s links
+//! decide it. `cm-netem topo experiments/topologies/collapse-fig1.toml
+//! --selftest` prints the table (on a 2-core VM: all ten directions within
+//! 0.2 % of the rate, a backlog of 50–51 packets, minimum one-way delays of
+//! 5.0–5.2 ms for 5 ms).
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let text = std::fs::read_to_string("experiments/topologies/collapse-fig1.toml")?;
+//! let net = cm_netem::Network::build(&cm_netem::parse_topology(&text)?)?;
+//! let n4 = net.node_addr("n4")?;
+//! let sink = net.spawn_in("n4", move || std::net::UdpSocket::bind((n4, 5000)))?;
+//! let sink = sink.join().expect("thread")?;
+//! net.exec("n0", "true")?.status()?; // a program in n0's namespace
+//! println!("{}", net.self_test(&Default::default())?);
+//! println!("{:?}", net.link_stats(8)?); // n3 -> n5: sent, dropped, backlog
+//! drop(sink);
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod config;
 mod delaybox;
@@ -108,6 +198,7 @@ pub mod netns;
 mod path;
 pub mod selftest;
 mod sys;
+pub mod topo;
 
 pub use config::{ConfigError, PathConfig, Queue, parse_duration, parse_queue, parse_rate};
 pub use delaybox::{DelayBoxStats, DirectionStats};
@@ -117,4 +208,8 @@ pub use path::{Node, Path, PathStats, QdiscStats, tbf_burst};
 pub use selftest::{
     FractionCheck, LossRule, ReorderCheck, SelfTestError, SelfTestFailed, SelfTestOptions,
     SelfTestReport,
+};
+pub use topo::{
+    LinkCheck, Network, TopoLink, TopoNode, TopoSelfTestOptions, TopoSelfTestReport, TopologySpec,
+    parse_topology,
 };

@@ -7,6 +7,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
+mod topo_cli;
+
+use topo_cli::{TOPO_EXAMPLES, TopoArgs};
+
 use cm_netem::{Path, PathConfig, Queue, SelfTestOptions, parse_duration, parse_queue, parse_rate};
 
 const EXAMPLES: &str = "\
@@ -17,6 +21,7 @@ Examples:
       ip netns exec <sender ns> iperf3 -c <receiver address>
   cm-netem selftest --rate 100mbit --delay 5ms --json
   cm-netem selftest --rate 10mbit --delay 10ms --reorder 0.05 --reorder-delay 5ms --duplicate 0.02
+  cm-netem topo experiments/topologies/collapse-fig1.toml --selftest
   cm-netem cleanup
 
 Topology: sender --veth--> router [tbf rate/queue on tunf -> TUN delay box] --veth--> receiver
@@ -62,6 +67,11 @@ enum Cmd {
         #[arg(long, default_value_t = 0.05)]
         tolerance: f64,
     },
+    /// Build a multi-node network from a file's [topology] table (a scenario file
+    /// or a topology-only file), print its nodes, optionally self-test every link,
+    /// then hold it up, run a command, or (with --selftest alone) tear down.
+    #[command(after_help = TOPO_EXAMPLES)]
+    Topo(TopoArgs),
     /// Delete namespaces left behind by cm-netem processes that no longer exist.
     Cleanup,
 }
@@ -113,7 +123,7 @@ impl PathArgs {
 }
 
 /// SIGINT/SIGTERM set this to the signal number.
-fn register_signals() -> Result<Arc<AtomicUsize>> {
+pub(crate) fn register_signals() -> Result<Arc<AtomicUsize>> {
     let sig = Arc::new(AtomicUsize::new(0));
     for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register_usize(s, Arc::clone(&sig), s as usize)
@@ -249,6 +259,7 @@ fn run() -> Result<i32> {
             };
             selftest(&path, json, opts)
         }
+        Cmd::Topo(args) => topo_cli::run(&args),
         Cmd::Cleanup => {
             let deleted = cm_netem::sweep_stale()?;
             if deleted.is_empty() {

@@ -3,6 +3,8 @@
 use std::fs::File;
 use std::path::Path as FsPath;
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 
 use crate::error::{IoContext, NetemError, Result};
 
@@ -36,6 +38,82 @@ pub(crate) fn run(program: &str, args: &[&str]) -> Result<String> {
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Run `<program> -n <ns> -batch -` (`program` is `ip` or `tc`) with `lines`
+/// (one command each, without the program's name) on its stdin; the error
+/// carries the first line and the program's stderr.
+pub(crate) fn batch(program: &str, ns: &str, lines: &[String]) -> Result<()> {
+    use std::io::Write;
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let spawn_err = |error| NetemError::Spawn {
+        program: program.to_string(),
+        error,
+    };
+    let mut child = Command::new(program)
+        .args(["-n", ns, "-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(spawn_err)?;
+    let mut input = lines.join("\n");
+    input.push('\n');
+    if let Some(mut stdin) = child.stdin.take() {
+        // A write error shows up as ip's failure below.
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    let out = child.wait_with_output().map_err(spawn_err)?;
+    if !out.status.success() {
+        return Err(NetemError::Command {
+            cmd: format!(
+                "{program} -n {ns} -batch - ({} commands, first: {})",
+                lines.len(),
+                lines[0]
+            ),
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Run `f` on a new thread inside namespace `ns` (`label` names the thread and
+/// errors). Returns once the thread has entered the namespace; `f` never runs
+/// in another namespace.
+pub(crate) fn spawn_in_ns<F, T>(ns: &str, label: &str, f: F) -> Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let file = open_ns(ns)?;
+    let (tx, rx) = mpsc::channel::<std::io::Result<()>>();
+    let handle = std::thread::Builder::new()
+        .name(format!("cmn-{label}"))
+        .spawn(move || {
+            let entered = enter_fd(&file);
+            drop(file);
+            let ok = entered.is_ok();
+            let _ = tx.send(entered);
+            if !ok {
+                std::panic::resume_unwind(Box::new("setns failed"));
+            }
+            f()
+        })
+        .io_context(|| "spawn a thread")?;
+    match rx.recv() {
+        Ok(Ok(())) => Ok(handle),
+        Ok(Err(e)) => {
+            let _ = handle.join();
+            Err(NetemError::io(
+                format!("entering namespace {ns} ({label})"),
+                e,
+            ))
+        }
+        Err(_) => Err(NetemError::Thread(label.to_string())),
+    }
 }
 
 /// Move the calling thread into the network namespace `name` (from `/run/netns`).
@@ -84,7 +162,11 @@ pub(crate) fn owner_pid(ns: &str) -> Option<u32> {
     let rest = ns.strip_prefix(NS_PREFIX)?;
     let (pid, rest) = rest.split_once('x')?;
     let (k, node) = rest.split_once('-')?;
-    if !matches!(node, "snd" | "rtr" | "rcv") || k.parse::<u32>().is_err() {
+    // A path's three nodes, or node `i` of a network (`t<i>`, crate::topo).
+    let topo_node = node
+        .strip_prefix('t')
+        .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()));
+    if !(matches!(node, "snd" | "rtr" | "rcv") || topo_node) || k.parse::<u32>().is_err() {
         return None;
     }
     pid.parse().ok()
@@ -127,6 +209,9 @@ mod tests {
     fn names() {
         assert_eq!(owner_pid("cmn1234x0-snd"), Some(1234));
         assert_eq!(owner_pid("cmn1234x12-rcv"), Some(1234));
+        assert_eq!(owner_pid("cmn1234x3-t17"), Some(1234));
+        assert_eq!(owner_pid("cmn1234x3-t"), None);
+        assert_eq!(owner_pid("cmn1234x3-tx"), None);
         assert_eq!(owner_pid("cmn1234x0-foo"), None);
         assert_eq!(owner_pid("other"), None);
         assert_eq!(owner_pid("cmnx0-snd"), None);

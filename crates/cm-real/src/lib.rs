@@ -29,6 +29,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod collapse;
 pub mod ensemble;
 pub mod error;
 pub mod harness;

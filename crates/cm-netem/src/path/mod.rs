@@ -13,6 +13,7 @@ mod loss;
 mod stats;
 mod topology;
 
+pub(crate) use stats::tbf_stats;
 pub use stats::{PathStats, QdiscStats};
 pub use topology::tbf_burst;
 

@@ -45,41 +45,34 @@ pub struct PathStats {
     #[serde(default)]
     pub duplicate: f64,
 }
+/// Counters of the `tbf` qdisc on `dev` in namespace `ns` (`tc -j -s qdisc show`).
+pub(crate) fn tbf_stats(ns: &str, dev: &str) -> Result<QdiscStats> {
+    let out = run("tc", &["-n", ns, "-j", "-s", "qdisc", "show", "dev", dev])?;
+    let v: serde_json::Value = serde_json::from_str(&out).map_err(|e| NetemError::Parse {
+        what: "tc -j output".into(),
+        detail: e.to_string(),
+    })?;
+    let q = v
+        .as_array()
+        .and_then(|a| a.iter().find(|q| q["kind"] == "tbf"))
+        .ok_or_else(|| NetemError::Parse {
+            what: "tc -j output".into(),
+            detail: format!("no tbf qdisc on {dev}"),
+        })?;
+    let g = |k: &str| q[k].as_u64().unwrap_or(0);
+    Ok(QdiscStats {
+        sent_bytes: g("bytes"),
+        sent_packets: g("packets"),
+        dropped: g("drops"),
+        overlimits: g("overlimits"),
+        backlog_bytes: g("backlog"),
+        backlog_packets: g("qlen"),
+    })
+}
+
 impl Path {
     fn qdisc_stats(&self, dev: &str) -> Result<QdiscStats> {
-        let out = run(
-            "tc",
-            &[
-                "-n",
-                self.ns(Node::Router),
-                "-j",
-                "-s",
-                "qdisc",
-                "show",
-                "dev",
-                dev,
-            ],
-        )?;
-        let v: serde_json::Value = serde_json::from_str(&out).map_err(|e| NetemError::Parse {
-            what: "tc -j output".into(),
-            detail: e.to_string(),
-        })?;
-        let q = v
-            .as_array()
-            .and_then(|a| a.iter().find(|q| q["kind"] == "tbf"))
-            .ok_or_else(|| NetemError::Parse {
-                what: "tc -j output".into(),
-                detail: format!("no tbf qdisc on {dev}"),
-            })?;
-        let g = |k: &str| q[k].as_u64().unwrap_or(0);
-        Ok(QdiscStats {
-            sent_bytes: g("bytes"),
-            sent_packets: g("packets"),
-            dropped: g("drops"),
-            overlimits: g("overlimits"),
-            backlog_bytes: g("backlog"),
-            backlog_packets: g("qlen"),
-        })
+        tbf_stats(self.ns(Node::Router), dev)
     }
 
     /// Bottleneck and delay-box counters.
