@@ -24,7 +24,7 @@ use std::time::Duration as StdDuration;
 
 use cm_core::{FlowId, Instant};
 use cm_proto::counted::{CountProber, flow_id};
-use cm_transport::maxq::{Admit, MaxQueue};
+use cm_transport::maxq::MaxQueue;
 use libcm::{Cm, CmEvent};
 use rustix::net::{SendFlags, sendto};
 
@@ -130,10 +130,8 @@ impl Engine {
             return;
         };
         f.last_active = now;
-        match f.queue.push(now, offer.payload) {
-            Admit::Queued | Admit::DroppedOldest(_) => {}
-            Admit::DroppedNew(_) | Admit::Refused(_) => {}
-        }
+        // A full queue drops by its policy; the counts are in its stats.
+        let _ = f.queue.push(now, offer.payload);
         if !f.requested {
             f.requested = self.cm.request(f.cm).is_ok();
         }
@@ -169,7 +167,7 @@ impl Engine {
         }
         let id = flow_id(src_port, dst.port());
         let peer = *dst.ip();
-        self.seed = cm_proto_seed(self.seed);
+        self.seed = next_seed(self.seed);
         let seed = self.seed;
         self.probers
             .entry(peer)
@@ -381,7 +379,7 @@ fn flow_report(f: &Flow) -> FlowReport {
 
 /// The next probe-number seed (splitmix64): unguessable enough from off
 /// the path, which is all the probe number must be.
-fn cm_proto_seed(mut s: u64) -> u64 {
+fn next_seed(mut s: u64) -> u64 {
     s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = s;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -47,7 +47,7 @@ pub const FIG1_TOML: &str = include_str!("../../../experiments/topologies/collap
 pub const FLOWS: [(&str, &str, &str); 2] = [("upper", "n0", "n4"), ("lower", "n1", "n5")];
 
 /// IP + UDP header bytes of a datagram.
-const HEADERS: usize = 28;
+pub(crate) const HEADERS: usize = 28;
 
 /// The Fig 1 topology, parsed.
 pub fn fig1() -> Result<TopologySpec> {
@@ -117,10 +117,10 @@ pub struct CollapseRun {
 
 /// Per-second counters a thread fills (bytes, delay sum in ns, packets).
 #[derive(Default)]
-struct Tally {
-    bytes: Vec<u64>,
-    delay_ns: Vec<u64>,
-    packets: Vec<u64>,
+pub(crate) struct Tally {
+    pub(crate) bytes: Vec<u64>,
+    pub(crate) delay_ns: Vec<u64>,
+    pub(crate) packets: Vec<u64>,
 }
 
 impl Tally {
@@ -139,12 +139,12 @@ impl Tally {
     }
 }
 
-fn io(context: String) -> impl FnOnce(std::io::Error) -> RealError {
+pub(crate) fn io(context: String) -> impl FnOnce(std::io::Error) -> RealError {
     move |error| RealError::Path(NetemError::Io { context, error })
 }
 
 /// The CBR source: the ramp of `cfg` for its duration, paced per packet.
-fn source(sock: &UdpSocket, cfg: &CollapseConfig, t0: Instant) -> Tally {
+pub(crate) fn source(sock: &UdpSocket, cfg: &CollapseConfig, t0: Instant) -> Tally {
     let mut buf = vec![0u8; cfg.packet_bytes - HEADERS];
     let mut tally = Tally::default();
     let mut next = Duration::ZERO;
@@ -170,7 +170,7 @@ fn source(sock: &UdpSocket, cfg: &CollapseConfig, t0: Instant) -> Tally {
 }
 
 /// The sink: counts what arrives until `until` (since `t0`).
-fn sink(sock: &UdpSocket, t0: Instant, until: Duration, stop: &AtomicBool) -> Tally {
+pub(crate) fn sink(sock: &UdpSocket, t0: Instant, until: Duration, stop: &AtomicBool) -> Tally {
     let mut buf = vec![0u8; 65536];
     let mut tally = Tally::default();
     while t0.elapsed() < until && !stop.load(Ordering::Relaxed) {
@@ -187,7 +187,7 @@ fn sink(sock: &UdpSocket, t0: Instant, until: Duration, stop: &AtomicBool) -> Ta
 
 /// How long a packet can still be on its way from `from` to `to` after it was
 /// sent: every link's full queue of `packet_bytes` packets plus its delay.
-fn drain_time(net: &Network, from: &str, to: &str, packet_bytes: usize) -> Result<Duration> {
+pub(crate) fn drain_time(net: &Network, from: &str, to: &str, packet_bytes: usize) -> Result<Duration> {
     let route = net.route(from, to)?.unwrap_or_default();
     let mut d = Duration::ZERO;
     for id in route {

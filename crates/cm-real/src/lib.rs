@@ -16,6 +16,8 @@
 //! | `real-sharing` | Fig 7 (§4.3) | `later_improvement` |
 //! | `real-ensemble` | sigcomm1999 §1/§5.1 | `outside_share_cm`, `jain_ensemble_cm` |
 //! | `real-probe-feedback` | sigcomm1999 §4.2–4.3 | `median_ratio_reno` (CC-UDP on probes alone ÷ Reno), fallback, restart |
+//! | `real-collapse` | transport-selection-middleware §3, Figs 2–3 | `udp_collapse_ratio`, `cc_to_bottleneck` (Fig 1 topology, UDP vs CM proxies) |
+//! | `real-voip-proxy` | §4.3, Figs 6–7, Table 1 | `with_proxies_worst_off_capacity`, `without_fall_1x1_to_10x10`, delays per branch |
 //! | `real-wrap` | transport-selection-middleware §3, §4.3 | `wrapped_udp_to_tcp`, `unwrapped_udp_link_share` (an unmodified `iperf3 -u` under `cm wrap`) |
 //!
 //! They need root (namespaces, qdiscs, TUN devices) and say so. Paths are
@@ -32,11 +34,13 @@
 pub mod collapse;
 pub mod ensemble;
 pub mod error;
+pub mod forced;
 pub mod harness;
 pub mod probe_feedback;
 pub mod sharing;
 pub mod tcp_friendly;
 pub mod throughput;
+pub mod voip;
 pub mod wrap;
 
 pub use cm_experiments::experiments::Output;
@@ -80,6 +84,16 @@ pub const EXPERIMENTS: &[(&str, &str, RealFn)] = &[
         "real-probe-feedback",
         "sigcomm1999 §4.2-4.3: CC-UDP on CM-protocol probes alone (no acks) vs Linux Reno vs loss; fallback and restart (root)",
         probe_feedback::run,
+    ),
+    (
+        "real-collapse",
+        "transport-selection-middleware Figs 2-3: congestion collapse on the Fig 1 topology, UDP vs through CM proxies (root)",
+        voip::run_collapse,
+    ),
+    (
+        "real-voip-proxy",
+        "transport-selection-middleware Figs 6-7, Table 1: VoIP senders with and without CM proxies (TFRC, MAXQ) on Fig 1 (root)",
+        voip::run_voip,
     ),
     (
         "real-wrap",
