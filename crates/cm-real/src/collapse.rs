@@ -187,7 +187,12 @@ pub(crate) fn sink(sock: &UdpSocket, t0: Instant, until: Duration, stop: &Atomic
 
 /// How long a packet can still be on its way from `from` to `to` after it was
 /// sent: every link's full queue of `packet_bytes` packets plus its delay.
-pub(crate) fn drain_time(net: &Network, from: &str, to: &str, packet_bytes: usize) -> Result<Duration> {
+pub(crate) fn drain_time(
+    net: &Network,
+    from: &str,
+    to: &str,
+    packet_bytes: usize,
+) -> Result<Duration> {
     let route = net.route(from, to)?.unwrap_or_default();
     let mut d = Duration::ZERO;
     for id in route {

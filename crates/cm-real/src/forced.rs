@@ -94,7 +94,12 @@ type ProxyThreads = (
 
 /// Start a proxy pair for a flow into `sink`: returns the ingress's
 /// application address and the two threads.
-fn start_proxy(net: &Network, f: &Flow, sink: SocketAddr, stop: &Arc<AtomicBool>) -> Result<(SocketAddr, ProxyThreads)> {
+fn start_proxy(
+    net: &Network,
+    f: &Flow,
+    sink: SocketAddr,
+    stop: &Arc<AtomicBool>,
+) -> Result<(SocketAddr, ProxyThreads)> {
     let Some(p) = f.proxy.clone() else {
         return Err(RealError::Program("start_proxy without a proxy".into()));
     };
@@ -102,13 +107,15 @@ fn start_proxy(net: &Network, f: &Flow, sink: SocketAddr, stop: &Arc<AtomicBool>
     let (etx, erx) = mpsc::channel::<std::result::Result<SocketAddr, String>>();
     let stop_e = Arc::clone(stop);
     let egress = net.spawn_in(&f.to, move || {
-        let cm = Rc::new(RefCell::new(match libcm::Cm::embedded(libcm::Config::default()) {
-            Ok(c) => c,
-            Err(e) => {
-                let _ = etx.send(Err(e.to_string()));
-                return;
-            }
-        }));
+        let cm = Rc::new(RefCell::new(
+            match libcm::Cm::embedded(libcm::Config::default()) {
+                Ok(c) => c,
+                Err(e) => {
+                    let _ = etx.send(Err(e.to_string()));
+                    return;
+                }
+            },
+        ));
         let cfg = EgressConfig {
             listen: SocketAddr::from((to_addr, 0)),
             deliver: sink,
@@ -130,7 +137,9 @@ fn start_proxy(net: &Network, f: &Flow, sink: SocketAddr, stop: &Arc<AtomicBool>
     let (itx, irx) = mpsc::channel::<std::result::Result<SocketAddr, String>>();
     let stop_i = Arc::clone(stop);
     let ingress = net.spawn_in(&f.from, move || {
-        let cm = Rc::new(RefCell::new(libcm::Cm::embedded(libcm::Config::default()).ok()?));
+        let cm = Rc::new(RefCell::new(
+            libcm::Cm::embedded(libcm::Config::default()).ok()?,
+        ));
         let cfg = IngressConfig {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             egress: egress_addr,
@@ -173,7 +182,8 @@ pub fn run_flows(net: &Network, flows: &[Flow], stop: &Arc<AtomicBool>) -> Resul
                 let (app, threads) = start_proxy(net, f, sink_addr, &proxies_stop)?;
                 proxies.push(Some(threads));
                 let tx = bind_in(net, &f.from, Ipv4Addr::LOCALHOST)?;
-                tx.connect(app).map_err(io(format!("connect to the ingress {app}")))?;
+                tx.connect(app)
+                    .map_err(io(format!("connect to the ingress {app}")))?;
                 (tx, rx)
             } else {
                 proxies.push(None);
@@ -185,7 +195,8 @@ pub fn run_flows(net: &Network, flows: &[Flow], stop: &Arc<AtomicBool>) -> Resul
             };
             rx.set_read_timeout(Some(Duration::from_millis(50)))
                 .map_err(io("sink timeout".into()))?;
-            until = until.max(f.rate.duration + drain_time(net, &f.from, &f.to, f.rate.packet_bytes)?);
+            until =
+                until.max(f.rate.duration + drain_time(net, &f.from, &f.to, f.rate.packet_bytes)?);
             socks.push((tx, rx));
         }
         let until = until + Duration::from_millis(500);
@@ -234,7 +245,14 @@ pub fn run_flows(net: &Network, flows: &[Flow], stop: &Arc<AtomicBool>) -> Resul
 }
 
 /// A constant-rate VoIP-like flow: `packet_bytes` (IP) at `pps` for `secs`.
-pub fn cbr(from: &str, to: &str, packet_bytes: usize, pps: f64, secs: u64, proxy: Option<ProxyCfg>) -> Flow {
+pub fn cbr(
+    from: &str,
+    to: &str,
+    packet_bytes: usize,
+    pps: f64,
+    secs: u64,
+    proxy: Option<ProxyCfg>,
+) -> Flow {
     Flow {
         from: from.into(),
         to: to.into(),

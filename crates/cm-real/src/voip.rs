@@ -121,7 +121,10 @@ pub fn run_collapse(opts: &RealOpts) -> Result<Output> {
     for (label, r) in [("udp", &runs[0]), ("cc", &runs[1])] {
         let (a, b) = (link_bytes(&r[0]), link_bytes(&r[1]));
         for t in 0..a.len().max(b.len()) {
-            let (x, y) = (a.get(t).copied().unwrap_or(0.0), b.get(t).copied().unwrap_or(0.0));
+            let (x, y) = (
+                a.get(t).copied().unwrap_or(0.0),
+                b.get(t).copied().unwrap_or(0.0),
+            );
             let _ = writeln!(csv, "{label},{t},{x:.0},{y:.0},{:.0}", x + y);
         }
     }
@@ -129,14 +132,24 @@ pub fn run_collapse(opts: &RealOpts) -> Result<Output> {
         .into_iter()
         .map(|(l, v)| Series {
             label: l.into(),
-            points: v.iter().enumerate().map(|(t, b)| (t as f64, b / 1000.0)).collect(),
+            points: v
+                .iter()
+                .enumerate()
+                .map(|(t, b)| (t as f64, b / 1000.0))
+                .collect(),
             style: Style::Line,
         })
-        .chain([("UDP at n4", &runs[0][0]), ("UDP at n5", &runs[0][1])].map(|(l, f)| Series {
-            label: l.into(),
-            points: link_bytes(f).iter().enumerate().map(|(t, b)| (t as f64, b / 1000.0)).collect(),
-            style: Style::Line,
-        }))
+        .chain(
+            [("UDP at n4", &runs[0][0]), ("UDP at n5", &runs[0][1])].map(|(l, f)| Series {
+                label: l.into(),
+                points: link_bytes(f)
+                    .iter()
+                    .enumerate()
+                    .map(|(t, b)| (t as f64, b / 1000.0))
+                    .collect(),
+                style: Style::Line,
+            }),
+        )
         .collect();
     Ok(Output {
         name: "real-collapse".into(),
@@ -204,7 +217,13 @@ struct Point {
     dropped_at_proxy: u64,
 }
 
-fn voip_point(net: &Network, upper: usize, lower: usize, maxq: Option<usize>, secs: u64) -> Result<Point> {
+fn voip_point(
+    net: &Network,
+    upper: usize,
+    lower: usize,
+    maxq: Option<usize>,
+    secs: u64,
+) -> Result<Point> {
     let p = maxq.and_then(|q| proxy("tfrc", q));
     let mut flows = Vec::new();
     for _ in 0..upper {
@@ -231,7 +250,13 @@ fn voip_point(net: &Network, upper: usize, lower: usize, maxq: Option<usize>, se
     let branch_delay = |range: std::ops::Range<usize>| {
         let fs = &r[range];
         let p: u64 = fs.iter().map(|f| f.packets.iter().sum::<u64>()).sum();
-        (p > 0).then(|| fs.iter().map(|f| f.delay_ns.iter().sum::<u64>()).sum::<u64>() as f64 / p as f64 / 1e9)
+        (p > 0).then(|| {
+            fs.iter()
+                .map(|f| f.delay_ns.iter().sum::<u64>())
+                .sum::<u64>() as f64
+                / p as f64
+                / 1e9
+        })
     };
     let demand = VOIP_BYTES as f64 * VOIP_PPS;
     Ok(Point {
@@ -244,7 +269,11 @@ fn voip_point(net: &Network, upper: usize, lower: usize, maxq: Option<usize>, se
         goodput,
         capacity: capacity(upper as f64 * demand, lower as f64 * demand),
         delay: [branch_delay(0..upper), branch_delay(upper..upper + lower)],
-        dropped_at_proxy: r.iter().filter_map(|f| f.proxy.as_ref()).map(|p| p.dropped_at_proxy).sum(),
+        dropped_at_proxy: r
+            .iter()
+            .filter_map(|f| f.proxy.as_ref())
+            .map(|p| p.dropped_at_proxy)
+            .sum(),
     })
 }
 
@@ -254,10 +283,18 @@ pub fn run_voip(opts: &RealOpts) -> Result<Output> {
     let (secs, counts, pretest): (u64, &[(usize, usize)], &[usize]) = if opts.quick {
         (20, &[(1, 1), (10, 10)], &[])
     } else {
-        (100, &[(1, 1), (1, 3), (3, 1), (5, 5), (10, 10)], &[1, 10, 25])
+        (
+            100,
+            &[(1, 1), (1, 3), (3, 1), (5, 5), (10, 10)],
+            &[1, 10, 25],
+        )
     };
     let net = Network::build(&fig1()?)?;
-    let bar = Progress::new("real-voip-proxy", counts.len() * 2 + pretest.len(), opts.quiet);
+    let bar = Progress::new(
+        "real-voip-proxy",
+        counts.len() * 2 + pretest.len(),
+        opts.quiet,
+    );
     let mut points = Vec::new();
     for &(u, l) in counts {
         for maxq in [None, Some(1)] {
@@ -273,23 +310,40 @@ pub fn run_voip(opts: &RealOpts) -> Result<Output> {
     let main: Vec<&Point> = points.iter().filter(|p| p.maxq <= 1).collect();
     let with: Vec<&Point> = main.iter().copied().filter(|p| p.proxied).collect();
     let without: Vec<&Point> = main.iter().copied().filter(|p| !p.proxied).collect();
-    let worst_with = with.iter().map(|p| (p.total / p.capacity - 1.0).abs()).fold(0.0, f64::max);
+    let worst_with = with
+        .iter()
+        .map(|p| (p.total / p.capacity - 1.0).abs())
+        .fold(0.0, f64::max);
     let fall = match (without.first(), without.last()) {
         (Some(a), Some(b)) => 1.0 - b.total / a.total.max(1.0),
         _ => f64::NAN,
     };
-    let mut csv = String::from("upper,lower,proxied,maxq,total_Bps,upper_Bps,lower_Bps,goodput_Bps,capacity_Bps,delay_upper_s,delay_lower_s,dropped_at_proxy\n");
+    let mut csv = String::from(
+        "upper,lower,proxied,maxq,total_Bps,upper_Bps,lower_Bps,goodput_Bps,capacity_Bps,delay_upper_s,delay_lower_s,dropped_at_proxy\n",
+    );
     let mut rows = Vec::new();
     for p in &points {
         let d = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.3}"));
         let _ = writeln!(
             csv,
             "{},{},{},{},{:.0},{:.0},{:.0},{:.0},{:.0},{},{},{}",
-            p.upper, p.lower, p.proxied, p.maxq, p.total, p.branch[0], p.branch[1], p.goodput, p.capacity, d(p.delay[0]), d(p.delay[1]), p.dropped_at_proxy
+            p.upper,
+            p.lower,
+            p.proxied,
+            p.maxq,
+            p.total,
+            p.branch[0],
+            p.branch[1],
+            p.goodput,
+            p.capacity,
+            d(p.delay[0]),
+            d(p.delay[1]),
+            p.dropped_at_proxy
         );
-        let paper = TABLE1.iter().find(|t| t.0 == p.upper && t.1 == p.lower).map(|t| {
-            if p.proxied { [t.4, t.5] } else { [t.2, t.3] }
-        });
+        let paper = TABLE1
+            .iter()
+            .find(|t| t.0 == p.upper && t.1 == p.lower)
+            .map(|t| if p.proxied { [t.4, t.5] } else { [t.2, t.3] });
         rows.push(json!({
             "upper": p.upper, "lower": p.lower, "proxied": p.proxied, "maxq": p.maxq,
             "total_Bps": p.total, "branch_Bps": p.branch, "goodput_Bps": p.goodput, "capacity_Bps": p.capacity,

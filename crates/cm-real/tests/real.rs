@@ -162,3 +162,13 @@ fn real_wrap_holds_an_unmodified_udp_flood_to_a_tcp_friendly_share() {
     }
     assert_passes("real-wrap");
 }
+
+/// Congestion collapse on the real Fig 1 topology (transport-selection
+/// middleware Figs 2-3): two ramping UDP sources collapse the useful
+/// throughput to the 10 kbit/s link's trickle, and the same sources through
+/// CM proxies hold the 0.3 Mbit/s bottleneck.
+#[test]
+fn real_collapse_udp_collapses_and_proxies_hold_the_bottleneck() {
+    let Some(_serial) = root() else { return };
+    assert_passes("real-collapse");
+}
