@@ -195,3 +195,58 @@ fn with_a_receiver_cm_a_modest_sender_goes_through() {
     assert_eq!(r["silent_intervals"], 0, "{r}");
     assert!(rs.datagrams >= got, "{rs:?}");
 }
+
+/// With a daemon running, a wrapped program's flow lives in the daemon's
+/// CM: it shares its destination's macroflow with every other CM flow on
+/// the host, and `cm stat` (here the same query) shows it with its pid.
+#[test]
+fn a_wrapped_program_joins_the_daemons_macroflows() {
+    let Some(py) = python() else {
+        eprintln!("skipped: needs python3");
+        return;
+    };
+    let d = cm_daemon::TempDaemon::start().unwrap();
+    let sink = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = sink.local_addr().unwrap().port();
+    // Another program's CM flow to the same host, opened first.
+    let mut other = libcm::Cm::connect(d.socket()).unwrap();
+    let mine = other.open(None, sink.local_addr().unwrap()).unwrap();
+    let code = format!(
+        "import socket,time\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\nfor n in range(300):\n    s.sendto(b'x'*500,('127.0.0.1',{port}))\n    time.sleep(0.01)\n"
+    );
+    let mut child = Command::new(py)
+        .arg("-c")
+        .arg(code)
+        .env("LD_PRELOAD", library())
+        .env("CM_WRAP_LOOPBACK", "1")
+        .env("CM_SOCKET", d.socket())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t0 = Instant::now();
+    let mut seen = None;
+    while t0.elapsed() < Duration::from_secs(10) && seen.is_none() {
+        std::thread::sleep(Duration::from_millis(200));
+        let stat = other.stat().unwrap();
+        let mine_mf = stat
+            .flows
+            .iter()
+            .find(|f| f.id == mine.to_u64())
+            .map(|f| f.macroflow);
+        if let Some(w) = stat.flows.iter().find(|f| f.pid == pid) {
+            let n = stat
+                .flows
+                .iter()
+                .filter(|f| f.macroflow == w.macroflow)
+                .count();
+            seen = Some((n, mine_mf == Some(w.macroflow)));
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let (flows, with_mine) = seen.expect("the wrapped program's flow never showed in the daemon");
+    assert!(
+        with_mine && flows >= 2,
+        "not in the other flow's macroflow ({flows} flows)"
+    );
+}
