@@ -14,49 +14,11 @@ use cm_transport::{
 };
 
 use super::conn::{Conn, ConnSpec, Phase};
+pub use super::error::HostError;
+use super::proxy::{ProxyApp, RampApp};
 use super::record::ConnRecord;
 use super::web::{WebSource, WebSpec};
 use super::{Pkt, node_sockaddr};
-
-/// Why an application could not be added to a host. Each message ends with
-/// its underlying error; that error is not also
-/// [`std::error::Error::source`], so a chain printer shows it once.
-#[derive(Debug, thiserror::Error)]
-pub enum HostError {
-    /// The CM refused.
-    #[error("congestion manager: {0}")]
-    Cm(cm_core::Error),
-    /// The CM configuration is invalid.
-    #[error("congestion manager config: {0}")]
-    CmConfig(cm_core::ConfigError),
-    /// Bad TCP parameters.
-    #[error("tcp: {0}")]
-    Tcp(cm_transport::TcpConfigError),
-    /// Bad CBR parameters.
-    #[error("cbr: {0}")]
-    Cbr(cm_transport::CbrError),
-    /// Bad audio parameters.
-    #[error("audio: {0}")]
-    Audio(cm_transport::AudioConfigError),
-}
-
-macro_rules! host_error_from {
-    ($($variant:ident($ty:ty)),* $(,)?) => {$(
-        impl From<$ty> for HostError {
-            fn from(e: $ty) -> Self {
-                HostError::$variant(e)
-            }
-        }
-    )*};
-}
-
-host_error_from!(
-    Cm(cm_core::Error),
-    CmConfig(cm_core::ConfigError),
-    Tcp(cm_transport::TcpConfigError),
-    Cbr(cm_transport::CbrError),
-    Audio(cm_transport::AudioConfigError),
-);
 
 /// A constant-bit-rate application (not congestion controlled).
 #[derive(Clone, Copy, Debug)]
@@ -104,9 +66,10 @@ struct CbrApp {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Owner {
+pub(super) enum Owner {
     Conn(usize),
     Audio(usize),
+    Proxy(usize),
 }
 
 /// A sender host with one congestion manager shared by all its apps.
@@ -122,7 +85,9 @@ pub struct CmHost {
     webs: Vec<WebSource>,
     cbrs: Vec<CbrApp>,
     audios: Vec<AudioApp>,
-    owners: BTreeMap<FlowId, Owner>,
+    pub(super) ramps: Vec<RampApp>,
+    pub(super) proxies: Vec<ProxyApp>,
+    pub(super) owners: BTreeMap<FlowId, Owner>,
     next: Option<Instant>,
     /// Errors met while running (the engine's callbacks cannot fail).
     pub errors: Vec<String>,
@@ -149,6 +114,8 @@ impl CmHost {
             webs: Vec::new(),
             cbrs: Vec::new(),
             audios: Vec::new(),
+            ramps: Vec::new(),
+            proxies: Vec::new(),
             owners: BTreeMap::new(),
             next: None,
             errors: Vec::new(),
@@ -245,12 +212,20 @@ impl CmHost {
     }
 
     fn send(&mut self, ctx: &mut Ctx<'_, Pkt>, dst: NodeId, tag: FlowTag, d: Datagram) {
-        if let Err(e) = ctx.send(dst, tag, Pkt(d)) {
+        self.send_pkt(ctx, dst, tag, Pkt::Net(d));
+    }
+
+    pub(super) fn send_pkt(&mut self, ctx: &mut Ctx<'_, Pkt>, dst: NodeId, tag: FlowTag, p: Pkt) {
+        if let Err(e) = ctx.send(dst, tag, p) {
             self.errors.push(format!("send: {e}"));
         }
     }
 
-    fn forward(&mut self, now: Instant, flow: FlowId, call: CmCall) {
+    pub(super) fn wake_at(&mut self, t: Instant) {
+        self.next = min_opt(self.next, Some(t));
+    }
+
+    pub(super) fn forward(&mut self, now: Instant, flow: FlowId, call: CmCall) {
         let r = match call {
             CmCall::Request => self.cm.request(now, flow),
             CmCall::RequestMtus(k) => self.cm.request_mtus(now, flow, k),
@@ -323,6 +298,7 @@ impl CmHost {
                     }
                     self.drain_conn(i, now, ctx);
                 }
+                Some(&Owner::Proxy(i)) => self.on_proxy_grant(i, flow, now, ctx),
                 _ => self.forward(now, flow, CmCall::Notify(Bytes::ZERO)),
             },
             Event::RateUpdate { flow, estimate } => {
@@ -336,7 +312,7 @@ impl CmHost {
         }
     }
 
-    fn open_flow(&mut self, now: Instant, dst: NodeId, port: u16) -> Option<FlowId> {
+    pub(super) fn open_flow(&mut self, now: Instant, dst: NodeId, port: u16) -> Option<FlowId> {
         let mut params = OpenParams::to(node_sockaddr(dst, 80));
         params.src = Some(node_sockaddr(self.node, port));
         match self.cm.open(now, self.client, params) {
@@ -420,6 +396,7 @@ impl CmHost {
                     self.send(ctx, dst, tag, Datagram::Cbr(p));
                 }
             }
+            busy |= self.pump_ramps(now, ctx);
             while let Some(ev) = self.cm.poll_event() {
                 busy = true;
                 self.on_event(ev, now, ctx);
@@ -467,7 +444,7 @@ impl CmHost {
                 None => min_opt(t, Some(a.spec.start)),
             };
         }
-        t
+        min_opt(t, self.ramp_timeout())
     }
 
     fn start_audio(&mut self, i: usize, now: Instant) {
@@ -518,7 +495,16 @@ impl Host<Pkt> for CmHost {
 
     fn on_packet(&mut self, now: Instant, pkt: Packet<Pkt>, ctx: &mut Ctx<'_, Pkt>) {
         let tag = FlowTag(pkt.flow.0 & !super::REVERSE_BIT);
-        match pkt.payload.0 {
+        let d = match pkt.payload {
+            Pkt::Net(d) => d,
+            Pkt::ProxyAck(ack) => {
+                self.on_proxy_ack(now, tag, &ack);
+                self.pump(now, ctx);
+                return;
+            }
+            Pkt::ProxyData(_) => return,
+        };
+        match d {
             Datagram::Tcp(seg) => {
                 if let Some(&i) = self.by_port.get(&(tag, seg.dst_port)) {
                     if self.conns[i].phase == Phase::Running {
@@ -564,6 +550,7 @@ impl Host<Pkt> for CmHost {
                 self.start_audio(i, now);
             }
         }
+        self.proxy_timers(now);
         self.pump(now, ctx);
     }
 
