@@ -24,14 +24,19 @@ fn short(name: &str, secs: f64) -> Scenario {
 
 #[test]
 fn a_topology_scenario_round_trips_and_runs() {
+    for name in ["collapse-udp", "collapse-cc", "voip-proxy-10-10-tfrc"] {
+        let s = Scenario::from_toml(&file(name)).unwrap();
+        assert!(s.topology.is_some() && s.bottleneck.is_absent());
+        let text = s.to_toml().unwrap();
+        assert!(!text.contains("[bottleneck]"), "{text}");
+        let back = Scenario::from_toml(&text).unwrap();
+        assert_eq!(back.to_toml().unwrap(), text);
+        assert_eq!(back.topology, s.topology);
+        assert_eq!(back.flows[0].maxq, s.flows[0].maxq);
+        assert_eq!(back.flows[0].controller, s.flows[0].controller);
+    }
     let s = Scenario::from_toml(&file("collapse-udp")).unwrap();
-    assert!(s.topology.is_some() && s.bottleneck.is_absent());
-    let text = s.to_toml().unwrap();
-    assert!(!text.contains("[bottleneck]"), "{text}");
-    let back = Scenario::from_toml(&text).unwrap();
-    assert_eq!(back.to_toml().unwrap(), text);
-    assert_eq!(back.topology, s.topology);
-    assert_eq!(back.flows[0].ramp_bps, Some(4907));
+    assert_eq!(s.flows[0].ramp_bps, Some(4907));
 
     let r = run(&short("collapse-udp", 10.0)).unwrap();
     assert!(r.errors.is_empty(), "{:?}", r.errors);
@@ -60,6 +65,9 @@ fn topology_scenarios_refuse_what_they_cannot_mean() {
     let both = format!("{text}\n[bottleneck]\nrate_bps = 1_000_000\ndelay_ms = 10\n");
     let e = Scenario::from_toml(&both).unwrap_err().to_string();
     assert!(e.contains("not both"), "{e}");
+    let access = format!("{text}\n[access]\nrate_bps = 10_000_000\ndelay_ms = 1\n");
+    let e = Scenario::from_toml(&access).unwrap_err().to_string();
+    assert!(e.contains("[access]"), "{e}");
 
     let e = Scenario::from_toml(&text.replacen("dst = \"n4\"", "dst = \"n9\"", 1))
         .unwrap_err()

@@ -49,6 +49,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod apps;
 mod conn;
 mod error;
 pub mod proxy;

@@ -1,5 +1,6 @@
 //! Ramping CBR sources and the congestion-forcing proxy
-//! (transport-selection-middleware §3.1 and §4.3) on a [`CmHost`].
+//! (transport-selection-middleware §3.1 and §4.3) on a
+//! [`CmHost`](super::CmHost).
 //!
 //! - [`RampSource`]: a CBR application whose rate starts at `rate_bps` and
 //!   grows by `ramp_bps` every `ramp_every` (§3.1: 800 B/s, plus 800 B/s
@@ -15,15 +16,14 @@
 //!   libcm's `CcUdpSocket` does. The proxy's flows share the host's CM, so
 //!   proxies on one host to one destination share a macroflow.
 
-use cm_core::{Bytes, Duration, Instant};
+use cm_core::{Bytes, Duration, FlowId, Instant};
 use cm_sim::{Ctx, FlowTag, NodeId};
-use cm_transport::CbrPacket;
 use cm_transport::ccudp::feedback::{Accounting, Counters};
 use cm_transport::ccudp::wire::{self, Ack, DataHeader};
 use cm_transport::maxq::{MaxQueue, Overflow, QueueStats};
+use cm_transport::{CbrPacket, CmCall};
 
 use super::Pkt;
-use super::sender::{CmHost, Owner};
 
 /// IP + UDP header bytes of every datagram.
 const UDP_IP_HEADER: u32 = 28;
@@ -169,104 +169,133 @@ pub struct ProxyStats {
 }
 
 #[derive(Clone, Debug)]
-pub(super) struct ProxyApp {
+struct ProxyApp {
     spec: ProxySpec,
     source: RampSource,
     queue: MaxQueue<CbrPacket>,
     acct: Accounting,
-    flow: Option<cm_core::FlowId>,
+    flow: Option<FlowId>,
+    /// `cm_open` was tried (once: a refused flow is not retried, so no
+    /// timer stays at a start that cannot happen).
+    opened: bool,
     /// A request is outstanding (one per waiting packet, at most one).
     requested: bool,
 }
 
 #[derive(Clone, Debug)]
-pub(super) struct RampApp {
+struct RampApp {
     spec: RampSpec,
     source: RampSource,
 }
 
-impl CmHost {
-    /// Adds a ramping CBR source (not congestion controlled).
-    pub fn add_ramp(&mut self, spec: RampSpec) -> usize {
+/// The CM calls the apps ask their host to make, in order.
+pub(super) type Calls = Vec<(FlowId, CmCall)>;
+
+/// The ramping sources and proxies of one host. They do not own the CM:
+/// what they would tell it comes back as [`Calls`] for the host to make.
+#[derive(Clone, Debug, Default)]
+pub(super) struct ProxyApps {
+    ramps: Vec<RampApp>,
+    proxies: Vec<ProxyApp>,
+}
+
+impl ProxyApps {
+    /// Adds a ramping CBR source.
+    pub(super) fn add_ramp(&mut self, spec: RampSpec) -> usize {
         self.ramps.push(RampApp {
             spec,
             source: RampSource::new(spec),
         });
-        self.wake_at(spec.start);
         self.ramps.len() - 1
     }
 
-    /// Adds a congestion-forcing proxy (its CM flow opens at `app.start`).
-    pub fn add_proxy(&mut self, spec: ProxySpec) -> usize {
+    /// Adds a proxy (its CM flow is opened by the host at `app.start`).
+    pub(super) fn add_proxy(&mut self, spec: ProxySpec) -> usize {
         self.proxies.push(ProxyApp {
             spec,
             source: RampSource::new(spec.app),
             queue: MaxQueue::new(spec.maxq, spec.overflow),
             acct: Accounting::new(),
             flow: None,
+            opened: false,
             requested: false,
         });
-        self.wake_at(spec.app.start);
         self.proxies.len() - 1
     }
 
     /// Proxy `i`'s counters.
-    pub fn proxy_stats(&self, i: usize) -> Option<ProxyStats> {
+    pub(super) fn stats(&self, i: usize) -> Option<ProxyStats> {
         self.proxies.get(i).map(|p| ProxyStats {
             queue: p.queue.stats(),
             ccudp: p.acct.counters,
         })
     }
 
-    /// Opens the CM flows of proxies whose start has come, and runs the
-    /// CC-UDP retransmission timeouts that are due.
-    pub(super) fn proxy_timers(&mut self, now: Instant) {
-        for i in 0..self.proxies.len() {
-            let p = &self.proxies[i];
-            if p.flow.is_none() && p.spec.app.start <= now {
-                let dst = p.spec.app.dst;
-                if let Some(flow) = self.open_flow(now, dst, 6000 + (i as u16 % 1000)) {
-                    self.owners.insert(flow, Owner::Proxy(i));
-                    self.proxies[i].flow = Some(flow);
-                }
+    /// The proxies whose start has come and whose flow the host must open
+    /// now: (index, destination, source port). Each is returned once.
+    pub(super) fn take_due_opens(&mut self, now: Instant) -> Vec<(usize, NodeId, u16)> {
+        let mut out = Vec::new();
+        for (i, p) in self.proxies.iter_mut().enumerate() {
+            if !p.opened && p.spec.app.start <= now {
+                p.opened = true;
+                out.push((i, p.spec.app.dst, 6000 + (i as u16 % 1000)));
             }
-            let p = &mut self.proxies[i];
+        }
+        out
+    }
+
+    /// Proxy `i`'s CM flow, opened.
+    pub(super) fn set_flow(&mut self, i: usize, flow: FlowId) {
+        if let Some(p) = self.proxies.get_mut(i) {
+            p.flow = Some(flow);
+        }
+    }
+
+    /// CC-UDP's retransmission timeouts that are due: when nothing
+    /// resolves for an RTO, what is out is reported lost.
+    pub(super) fn handle_timeouts(&mut self, now: Instant, calls: &mut Calls) {
+        for p in &mut self.proxies {
             let (Some(flow), Some(t)) = (p.flow, p.acct.poll_timeout()) else {
                 continue;
             };
             if t <= now {
                 if let Some(fb) = p.acct.handle_timeout(now) {
-                    self.forward(now, flow, cm_transport::CmCall::Update(fb));
+                    calls.push((flow, CmCall::Update(fb)));
                 }
             }
         }
     }
 
-    /// Runs the ramping sources and feeds the proxies' queues; returns
-    /// whether anything happened.
-    pub(super) fn pump_ramps(&mut self, now: Instant, ctx: &mut Ctx<'_, Pkt>) -> bool {
+    /// Runs the ramping sources and feeds the proxies' queues, asking for
+    /// a grant where a packet waits; returns whether anything happened.
+    pub(super) fn pump(
+        &mut self,
+        now: Instant,
+        ctx: &mut Ctx<'_, Pkt>,
+        calls: &mut Calls,
+        errors: &mut Vec<String>,
+    ) -> bool {
         let mut busy = false;
-        for k in 0..self.ramps.len() {
-            while let Some(p) = self.ramps[k].source.poll_transmit(now) {
+        for r in &mut self.ramps {
+            while let Some(p) = r.source.poll_transmit(now) {
                 busy = true;
-                let (dst, tag) = (self.ramps[k].spec.dst, self.ramps[k].spec.tag);
-                self.send_pkt(ctx, dst, tag, Pkt::Net(cm_transport::Datagram::Cbr(p)));
+                let d = Pkt::Net(cm_transport::Datagram::Cbr(p));
+                if let Err(e) = ctx.send(r.spec.dst, r.spec.tag, d) {
+                    errors.push(format!("send: {e}"));
+                }
             }
         }
-        for i in 0..self.proxies.len() {
-            let p = &mut self.proxies[i];
-            if p.flow.is_none() {
-                continue;
-            }
+        for p in &mut self.proxies {
+            let Some(flow) = p.flow else { continue };
             while let Some(pkt) = p.source.poll_transmit(now) {
                 busy = true;
                 // A packet dropped here is counted by the queue.
                 let _ = p.queue.push(now, pkt);
             }
-            if let (Some(flow), false, false) = (p.flow, p.requested, p.queue.is_empty()) {
+            if !p.requested && !p.queue.is_empty() {
                 p.requested = true;
                 busy = true;
-                self.forward(now, flow, cm_transport::CmCall::Request);
+                calls.push((flow, CmCall::Request));
             }
         }
         busy
@@ -274,14 +303,19 @@ impl CmHost {
 
     /// `cmapp_send` of proxy `i`: one waiting packet leaves as a CC-UDP
     /// datagram, the CM hears of it, and the next waiting one is requested.
-    pub(super) fn on_proxy_grant(
+    pub(super) fn on_grant(
         &mut self,
         i: usize,
-        flow: cm_core::FlowId,
+        flow: FlowId,
         now: Instant,
         ctx: &mut Ctx<'_, Pkt>,
+        calls: &mut Calls,
+        errors: &mut Vec<String>,
     ) {
-        let p = &mut self.proxies[i];
+        let Some(p) = self.proxies.get_mut(i) else {
+            calls.push((flow, CmCall::Notify(Bytes::ZERO)));
+            return;
+        };
         p.requested = false;
         let mut sent = Bytes::ZERO;
         if let Some((app, _wait)) = p.queue.pop(now) {
@@ -293,42 +327,40 @@ impl CmHost {
                 },
                 app,
             };
-            let (dst, tag) = (p.spec.app.dst, p.spec.app.tag);
             let len = data.len();
-            if ctx.send(dst, tag, Pkt::ProxyData(data)).is_ok() {
-                let p = &mut self.proxies[i];
-                p.acct.on_queued(len as usize);
-                p.acct.on_departed(now);
-                sent = Bytes(u64::from(len));
-            } else {
-                self.errors.push("proxy send: no route".into());
+            match ctx.send(p.spec.app.dst, p.spec.app.tag, Pkt::ProxyData(data)) {
+                Ok(_) => {
+                    p.acct.on_queued(len as usize);
+                    p.acct.on_departed(now);
+                    sent = Bytes(u64::from(len));
+                }
+                Err(e) => errors.push(format!("proxy send: {e}")),
             }
         }
-        self.forward(now, flow, cm_transport::CmCall::Notify(sent));
-        let p = &mut self.proxies[i];
+        calls.push((flow, CmCall::Notify(sent)));
         if !p.queue.is_empty() {
             p.requested = true;
-            self.forward(now, flow, cm_transport::CmCall::Request);
+            calls.push((flow, CmCall::Request));
         }
     }
 
     /// A CC-UDP ack for the proxy of flow `tag`: its feedback goes to
     /// `cm_update`.
-    pub(super) fn on_proxy_ack(&mut self, now: Instant, tag: FlowTag, ack: &Ack) {
+    pub(super) fn on_ack(&mut self, now: Instant, tag: FlowTag, ack: &Ack, calls: &mut Calls) {
         let Some(p) = self.proxies.iter_mut().find(|p| p.spec.app.tag == tag) else {
             return;
         };
         let Some(flow) = p.flow else { return };
         if let Some(fb) = p.acct.on_ack(now, ack) {
-            self.forward(now, flow, cm_transport::CmCall::Update(fb));
+            calls.push((flow, CmCall::Update(fb)));
         }
     }
 
     /// The earliest timer of the ramping sources and proxies.
-    pub(super) fn ramp_timeout(&self) -> Option<Instant> {
+    pub(super) fn poll_timeout(&self) -> Option<Instant> {
         let ramps = self.ramps.iter().filter_map(|r| r.source.poll_timeout());
         let proxies = self.proxies.iter().flat_map(|p| {
-            let start = p.flow.is_none().then_some(p.spec.app.start);
+            let start = (!p.opened).then_some(p.spec.app.start);
             let source = p.flow.and(p.source.poll_timeout());
             let rto = p.flow.and(p.acct.poll_timeout());
             [start, source, rto].into_iter().flatten()

@@ -5,68 +5,21 @@
 use std::any::Any;
 use std::collections::BTreeMap;
 
-use cm_core::{
-    Bytes, ClientId, Config, CongestionManager, Event, FlowId, Instant, OpenParams, Thresholds,
-};
+use cm_core::{Bytes, ClientId, Config, CongestionManager, Event, FlowId, Instant, OpenParams};
 use cm_sim::{Ctx, FlowTag, Host, NodeId, Packet};
-use cm_transport::{
-    AudioConfig, AudioSender, CbrSource, CcMode, CmCall, Datagram, TcpSegment, TcpSender,
-};
+use cm_transport::{AudioSender, CbrSource, CcMode, CmCall, Datagram, TcpSegment, TcpSender};
 
+use super::apps::{AudioApp, CbrApp};
+pub use super::apps::{AudioSpec, CbrSpec};
 use super::conn::{Conn, ConnSpec, Phase};
 pub use super::error::HostError;
-use super::proxy::{ProxyApp, RampApp};
+use super::proxy::{Calls, ProxyApps, ProxySpec, ProxyStats, RampSpec};
 use super::record::ConnRecord;
 use super::web::{WebSource, WebSpec};
 use super::{Pkt, node_sockaddr};
 
-/// A constant-bit-rate application (not congestion controlled).
 #[derive(Clone, Copy, Debug)]
-pub struct CbrSpec {
-    /// Receiver host.
-    pub dst: NodeId,
-    /// Flow tag.
-    pub tag: FlowTag,
-    /// Payload rate, bit/s.
-    pub rate_bps: u64,
-    /// Payload bytes per packet.
-    pub len: u32,
-    /// First packet.
-    pub start: Instant,
-    /// No packet at or after this time.
-    pub stop: Option<Instant>,
-}
-
-/// A layered audio application on the CM (sigcomm1999 §3.2.2).
-#[derive(Clone, Debug)]
-pub struct AudioSpec {
-    /// Receiver host.
-    pub dst: NodeId,
-    /// Flow tag.
-    pub tag: FlowTag,
-    /// First packet.
-    pub start: Instant,
-    /// Encodings and packet size.
-    pub config: AudioConfig,
-    /// Rate-update thresholds given to `cm_thresh`.
-    pub thresholds: Thresholds,
-}
-
-#[derive(Clone, Debug)]
-struct AudioApp {
-    spec: AudioSpec,
-    sender: Option<AudioSender>,
-    flow: Option<FlowId>,
-}
-
-#[derive(Clone, Debug)]
-struct CbrApp {
-    spec: CbrSpec,
-    source: CbrSource,
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Owner {
+enum Owner {
     Conn(usize),
     Audio(usize),
     Proxy(usize),
@@ -85,9 +38,8 @@ pub struct CmHost {
     webs: Vec<WebSource>,
     cbrs: Vec<CbrApp>,
     audios: Vec<AudioApp>,
-    pub(super) ramps: Vec<RampApp>,
-    pub(super) proxies: Vec<ProxyApp>,
-    pub(super) owners: BTreeMap<FlowId, Owner>,
+    proxies: ProxyApps,
+    owners: BTreeMap<FlowId, Owner>,
     next: Option<Instant>,
     /// Errors met while running (the engine's callbacks cannot fail).
     pub errors: Vec<String>,
@@ -114,8 +66,7 @@ impl CmHost {
             webs: Vec::new(),
             cbrs: Vec::new(),
             audios: Vec::new(),
-            ramps: Vec::new(),
-            proxies: Vec::new(),
+            proxies: ProxyApps::default(),
             owners: BTreeMap::new(),
             next: None,
             errors: Vec::new(),
@@ -211,21 +162,36 @@ impl CmHost {
         &self.cm
     }
 
-    fn send(&mut self, ctx: &mut Ctx<'_, Pkt>, dst: NodeId, tag: FlowTag, d: Datagram) {
-        self.send_pkt(ctx, dst, tag, Pkt::Net(d));
+    /// Adds a ramping CBR source (not congestion controlled).
+    pub fn add_ramp(&mut self, spec: RampSpec) -> usize {
+        self.next = min_opt(self.next, Some(spec.start));
+        self.proxies.add_ramp(spec)
     }
 
-    pub(super) fn send_pkt(&mut self, ctx: &mut Ctx<'_, Pkt>, dst: NodeId, tag: FlowTag, p: Pkt) {
-        if let Err(e) = ctx.send(dst, tag, p) {
+    /// Adds a congestion-forcing proxy (its CM flow opens at `app.start`).
+    pub fn add_proxy(&mut self, spec: ProxySpec) -> usize {
+        self.next = min_opt(self.next, Some(spec.app.start));
+        self.proxies.add_proxy(spec)
+    }
+
+    /// Proxy `i`'s counters (as returned by [`CmHost::add_proxy`]).
+    pub fn proxy_stats(&self, i: usize) -> Option<ProxyStats> {
+        self.proxies.stats(i)
+    }
+
+    fn send(&mut self, ctx: &mut Ctx<'_, Pkt>, dst: NodeId, tag: FlowTag, d: Datagram) {
+        if let Err(e) = ctx.send(dst, tag, Pkt::Net(d)) {
             self.errors.push(format!("send: {e}"));
         }
     }
 
-    pub(super) fn wake_at(&mut self, t: Instant) {
-        self.next = min_opt(self.next, Some(t));
+    fn forward_all(&mut self, now: Instant, calls: Calls) {
+        for (flow, call) in calls {
+            self.forward(now, flow, call);
+        }
     }
 
-    pub(super) fn forward(&mut self, now: Instant, flow: FlowId, call: CmCall) {
+    fn forward(&mut self, now: Instant, flow: FlowId, call: CmCall) {
         let r = match call {
             CmCall::Request => self.cm.request(now, flow),
             CmCall::RequestMtus(k) => self.cm.request_mtus(now, flow, k),
@@ -298,7 +264,12 @@ impl CmHost {
                     }
                     self.drain_conn(i, now, ctx);
                 }
-                Some(&Owner::Proxy(i)) => self.on_proxy_grant(i, flow, now, ctx),
+                Some(&Owner::Proxy(i)) => {
+                    let mut calls = Calls::new();
+                    let errors = &mut self.errors;
+                    self.proxies.on_grant(i, flow, now, ctx, &mut calls, errors);
+                    self.forward_all(now, calls);
+                }
                 _ => self.forward(now, flow, CmCall::Notify(Bytes::ZERO)),
             },
             Event::RateUpdate { flow, estimate } => {
@@ -312,7 +283,7 @@ impl CmHost {
         }
     }
 
-    pub(super) fn open_flow(&mut self, now: Instant, dst: NodeId, port: u16) -> Option<FlowId> {
+    fn open_flow(&mut self, now: Instant, dst: NodeId, port: u16) -> Option<FlowId> {
         let mut params = OpenParams::to(node_sockaddr(dst, 80));
         params.src = Some(node_sockaddr(self.node, port));
         match self.cm.open(now, self.client, params) {
@@ -396,7 +367,9 @@ impl CmHost {
                     self.send(ctx, dst, tag, Datagram::Cbr(p));
                 }
             }
-            busy |= self.pump_ramps(now, ctx);
+            let mut calls = Calls::new();
+            busy |= self.proxies.pump(now, ctx, &mut calls, &mut self.errors);
+            self.forward_all(now, calls);
             while let Some(ev) = self.cm.poll_event() {
                 busy = true;
                 self.on_event(ev, now, ctx);
@@ -444,7 +417,7 @@ impl CmHost {
                 None => min_opt(t, Some(a.spec.start)),
             };
         }
-        min_opt(t, self.ramp_timeout())
+        min_opt(t, self.proxies.poll_timeout())
     }
 
     fn start_audio(&mut self, i: usize, now: Instant) {
@@ -498,7 +471,9 @@ impl Host<Pkt> for CmHost {
         let d = match pkt.payload {
             Pkt::Net(d) => d,
             Pkt::ProxyAck(ack) => {
-                self.on_proxy_ack(now, tag, &ack);
+                let mut calls = Calls::new();
+                self.proxies.on_ack(now, tag, &ack, &mut calls);
+                self.forward_all(now, calls);
                 self.pump(now, ctx);
                 return;
             }
@@ -550,7 +525,15 @@ impl Host<Pkt> for CmHost {
                 self.start_audio(i, now);
             }
         }
-        self.proxy_timers(now);
+        for (i, dst, port) in self.proxies.take_due_opens(now) {
+            if let Some(flow) = self.open_flow(now, dst, port) {
+                self.owners.insert(flow, Owner::Proxy(i));
+                self.proxies.set_flow(i, flow);
+            }
+        }
+        let mut calls = Calls::new();
+        self.proxies.handle_timeouts(now, &mut calls);
+        self.forward_all(now, calls);
         self.pump(now, ctx);
     }
 

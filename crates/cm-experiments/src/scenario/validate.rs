@@ -51,6 +51,12 @@ impl Scenario {
                 );
             }
             (Some(t), true) => {
+                let d = super::Access::default();
+                if self.access.rate_bps != d.rate_bps || self.access.delay_ms != d.delay_ms {
+                    return bad(
+                        "[access] is for the dumbbell; a [topology] gives every link".into(),
+                    );
+                }
                 t.build()
                     .map_err(|e| ScenarioError::Invalid(format!("topology: {e}")))?;
                 self.check_topology_hosts(t)?;
