@@ -98,6 +98,8 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
         .enumerate()
         .fold((0, 0.0), |b, (i, &v)| if v > b.1 { (i, v) } else { b });
     let peak_total = udp.2.iter().copied().fold(0.0, f64::max);
+    // From this second on n4 receives nothing (the paper: from 81 s).
+    let n4_zero_s = udp.0.iter().rposition(|&b| b > 0.0).map_or(0, |i| i + 1);
     let udp_late = mean(&udp.2[LATE_FROM..]);
     let cc_late = mean(&cc.2[CC_FROM..]);
     let topo = net::fig1().map_err(ExperimentError::Setup)?;
@@ -152,7 +154,7 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
         },
         metrics: json!({
             "udp_n4_peak_Bps": peak, "udp_n4_peak_s": peak_s, "udp_total_peak_Bps": peak_total,
-            "udp_total_late_Bps": udp_late, "udp_total_late_kbps": udp_late * 8.0 / 1e3,
+            "udp_total_late_Bps": udp_late, "udp_n4_zero_from_s": n4_zero_s, "udp_total_late_kbps": udp_late * 8.0 / 1e3,
             "collapse_ratio": collapse_ratio,
             "cc_total_Bps": cc_late, "cc_total_kbps": cc_late * 8.0 / 1e3, "cc_share": cc_share,
             "capacity_bps": capacity,
@@ -164,7 +166,7 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
         paper: json!({
             "claim": "Two ramping UDP/CBR sources collapse the Fig 1 network; TCP-like congestion control keeps it near the 0.3 Mbit/s bottleneck (§3.1-3.2, Figs 2-3)",
             "udp_n4_peak_Bps": 27_800, "udp_n4_peak_s": 28,
-            "udp_total_late_kbps": 10, "late_from_s": 81,
+            "udp_total_late_kbps": 10, "late_from_s": 81, "udp_n4_zero_from_s": 81,
             "cc_total_kbps": 300,
         }),
         checks: vec![
@@ -186,6 +188,11 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
         notes: vec![
             "Network: experiments/topologies/collapse-fig1.toml (the paper's Fig 1; DropTail, 50 packets per link; 5 ms per link, which the paper does not give). Sources: §3.1's 800 B/s plus 800 B/s every 0.5 s, counted on the wire, in 120-byte packets (§4.3.1's ns-2 packetSize_, which is the whole packet; §3 gives none): 92 bytes of payload plus IP and UDP headers. Throughput is bytes on the wire received per second at n4 and n5 (ns-2 counts whole packets).".into(),
             "The congestion-controlled half is not DCCP: the same ramping application sends through a congestion-forcing proxy (MAXQ 1, drop-from-head) whose host's CM runs AIMD over CC-UDP acks, one ack per datagram; CC-UDP's 16-byte header makes each datagram 136 bytes on the wire. The CM's MTU is one datagram (108 bytes), so AIMD counts in packets as ns-2's TCP-like DCCP does.".into(),
+            format!(
+                "Ours beside the paper's: the UDP throughput at n4 peaks at {peak:.0} B/s at {peak_s} s (paper: 27,800 B/s at 28 s); after that the lower source, whose packets reach n2 at up to 1 Mbit/s, takes the shared link, n4 receives nothing from {n4_zero_s} s on (paper: from 81 s), and from {LATE_FROM} s the total is {:.1} kbit/s (paper: about 10 kbit/s from 81 s), the 10 kbit/s n3-n5 link's worth. With the AIMD proxies the total from {CC_FROM} s is {:.1} kbit/s.",
+                udp_late * 8.0 / 1e3,
+                cc_late * 8.0 / 1e3
+            ),
             format!("What the network can carry is the max-flow of the demands: min(n0's 0.3 Mbit/s, n4's 1 Mbit/s) + min(n1's 1 Mbit/s, n5's 0.01 Mbit/s), at most the shared 0.3 Mbit/s = {:.0} kbit/s once both sources offer more than that (the CC total is averaged from {CC_FROM} s, when they do).", capacity / 1e3),
         ],
         summary,
