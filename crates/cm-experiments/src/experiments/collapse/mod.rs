@@ -9,6 +9,9 @@
 //! "TCP-like" DCCP) each source sends only what its path carries, and the
 //! total stays near the bottleneck's 0.3 Mbit/s.
 //!
+//! The quick variant is the full run: two 100 s runs take a fraction of
+//! a second.
+//!
 //! [`voip`] is §4.3's VoIP-proxy experiment on the same network.
 
 use std::fmt::Write as _;
