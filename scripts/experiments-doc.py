@@ -98,6 +98,22 @@ PROSE = {
         "TCP/CM's later retrievals are about 40% faster than fresh Linux TCP "
         "connections.",
     },
+    "collapse": {
+        "figure": "transport-selection-middleware Figs 2-3, §3",
+        "claim": "Two unresponsive CBR sources whose rates ramp up collapse "
+        "the Fig 1 network: the sender whose packets mostly die at a 10 "
+        "kbit/s link takes the shared 0.3 Mbit/s link from the other, and the "
+        "total falls to about 10 kbit/s; with congestion control (here the "
+        "same sources behind AIMD proxies on the CM) the total stays near 0.3 "
+        "Mbit/s.",
+    },
+    "voip-proxy": {
+        "figure": "transport-selection-middleware Figs 6-7, Table 1, §4.3",
+        "claim": "VoIP-like CBR senders forced through TFRC proxies (MAXQ 1) "
+        "keep the Fig 1 network's throughput at what its bottleneck carries "
+        "whatever the number of senders, with Table 1's one-way delays; "
+        "without proxies the throughput falls as senders are added.",
+    },
     "real-probe-feedback": {
         "figure": "sigcomm1999 §4.2-4.3",
         "claim": "On a real 10 Mbit/s, 60 ms path with random loss, CC-UDP "
@@ -434,10 +450,11 @@ experiment all --out out/` runs all the simulated ones (about 15 seconds on two 
 and also writes `out/report.md`. `cm experiment list` names them all.
 
 Scenarios are data: `experiments/scenarios/*.toml` give the bottleneck
-(rate, delay, queue, loss), the flows with their transport (`newreno`,
-`tcpcm`, `cbr`, `audio`, `web`), start times, sizes and hosts, the seed and
-the duration; `cargo run --release -p cm -- sim FILE` runs one and prints
-its result as JSON.
+(rate, delay, queue, loss) or a `[topology]` of named nodes and links, the
+flows with their transport (`newreno`, `tcpcm`, `cbr`, `audio`, `web`,
+`proxy`), start times, sizes, rates and hosts, the seed and the duration;
+`cargo run --release -p cm -- sim FILE` runs one and prints its result as
+JSON.
 
 This file is regenerated and checked by `scripts/test.sh`:
 

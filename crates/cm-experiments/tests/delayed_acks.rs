@@ -58,6 +58,7 @@ fn scenario() -> Scenario {
             reverse_rate_bps: None,
         },
         access: Default::default(),
+        topology: None,
         flows: Vec::new(),
     };
     for (name, t) in [

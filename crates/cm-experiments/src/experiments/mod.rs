@@ -15,6 +15,7 @@ use crate::scenario::{Bottleneck, Scenario, ScenarioError};
 
 pub mod aging;
 pub mod bw_estimate;
+pub mod collapse;
 pub mod layered_audio;
 pub mod probing;
 pub mod scalability_ideal;
@@ -170,6 +171,16 @@ pub const EXPERIMENTS: &[(&str, &str, RunFn)] = &[
         "sigcomm1999 §4.4: aging half-life, minimum RTT vs srtt, with probe feedback and lost responses",
         aging::probes::run,
     ),
+    (
+        "collapse",
+        "transport-selection-middleware Figs 2-3 §3: two ramping CBR sources on Fig 1, UDP collapses, AIMD proxies do not",
+        collapse::run,
+    ),
+    (
+        "voip-proxy",
+        "transport-selection-middleware Figs 6-7, Table 1 §4.3: VoIP senders with and without TFRC proxies (MAXQ) on Fig 1",
+        collapse::voip::run,
+    ),
 ];
 
 /// Runs experiment `name`.
@@ -296,6 +307,7 @@ pub(crate) fn base(name: &str, rate_bps: u64, one_way_ms: f64, secs: f64, seed: 
             reverse_rate_bps: None,
         },
         access: crate::scenario::Access::default(),
+        topology: None,
         flows: Vec::new(),
     }
 }

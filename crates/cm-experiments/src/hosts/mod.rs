@@ -1,14 +1,16 @@
 //! Simulated end hosts that run the CM and its transports on [`cm_sim`].
 //!
-//! Everything here carries [`Pkt`], a newtype around
-//! [`cm_transport::Datagram`] (the orphan rule forbids implementing
-//! [`cm_sim::Payload`] for `Datagram` directly).
+//! Everything here carries [`Pkt`]: a [`cm_transport::Datagram`] (the
+//! orphan rule forbids implementing [`cm_sim::Payload`] for `Datagram`
+//! directly), or a congestion-forcing proxy's CC-UDP datagram or ack
+//! ([`proxy`]).
 //!
 //! - [`CmHost`]: a sender host owning one [`cm_core::CongestionManager`],
 //!   exactly as the daemon does, and any number of applications: TCP
 //!   connections ([`ConnSpec`], NewReno or TCP/CM), web-like on/off sources
 //!   ([`WebSpec`]), constant-bit-rate sources ([`CbrSpec`]) and layered audio
-//!   senders ([`AudioSpec`]). All CM-controlled flows of one host to the same
+//!   senders ([`AudioSpec`]), ramping CBR sources and congestion-forcing
+//!   proxies ([`RampSpec`], [`ProxySpec`]). All CM-controlled flows of one host to the same
 //!   destination host share a macroflow, because every node gets a distinct
 //!   fake IPv4 address ([`node_addr`]) that is handed to `cm_open`.
 //!   [`TcpHost`] is the same type used with NewReno connections only (its CM
@@ -47,14 +49,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod apps;
 mod conn;
+mod error;
+pub mod proxy;
 mod receiver;
 mod record;
 mod sender;
 mod web;
 
 pub use conn::{Conn, ConnSpec};
-pub use receiver::ReceiverHost;
+pub use proxy::{ProxySpec, ProxyStats, RampSpec};
+pub use receiver::{Arrivals, ReceiverHost};
 pub use record::{ConnRecord, TracePoint};
 pub use sender::{AudioSpec, CbrSpec, CmHost, HostError, TcpHost};
 pub use web::{WebSource, WebSpec};
@@ -66,11 +72,22 @@ use cm_transport::Datagram;
 
 /// The packet payload of every simulation in this crate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Pkt(pub Datagram);
+pub enum Pkt {
+    /// A transport datagram (TCP, CBR, audio).
+    Net(Datagram),
+    /// A proxy's CC-UDP datagram carrying one application packet.
+    ProxyData(proxy::ProxyData),
+    /// The CC-UDP ack of a proxy's receiver.
+    ProxyAck(cm_transport::ccudp::wire::Ack),
+}
 
 impl Payload for Pkt {
     fn wire_len(&self) -> u32 {
-        self.0.wire_len()
+        match self {
+            Pkt::Net(d) => d.wire_len(),
+            Pkt::ProxyData(d) => d.wire_len(),
+            Pkt::ProxyAck(_) => proxy::ACK_WIRE_LEN,
+        }
     }
 }
 

@@ -5,108 +5,24 @@
 use std::any::Any;
 use std::collections::BTreeMap;
 
-use cm_core::{
-    Bytes, ClientId, Config, CongestionManager, Event, FlowId, Instant, OpenParams, Thresholds,
-};
+use cm_core::{Bytes, ClientId, Config, CongestionManager, Event, FlowId, Instant, OpenParams};
 use cm_sim::{Ctx, FlowTag, Host, NodeId, Packet};
-use cm_transport::{
-    AudioConfig, AudioSender, CbrSource, CcMode, CmCall, Datagram, TcpSegment, TcpSender,
-};
+use cm_transport::{AudioSender, CbrSource, CcMode, CmCall, Datagram, TcpSegment, TcpSender};
 
+use super::apps::{AudioApp, CbrApp};
+pub use super::apps::{AudioSpec, CbrSpec};
 use super::conn::{Conn, ConnSpec, Phase};
+pub use super::error::HostError;
+use super::proxy::{Calls, ProxyApps, ProxySpec, ProxyStats, RampSpec};
 use super::record::ConnRecord;
 use super::web::{WebSource, WebSpec};
 use super::{Pkt, node_sockaddr};
-
-/// Why an application could not be added to a host. Each message ends with
-/// its underlying error; that error is not also
-/// [`std::error::Error::source`], so a chain printer shows it once.
-#[derive(Debug, thiserror::Error)]
-pub enum HostError {
-    /// The CM refused.
-    #[error("congestion manager: {0}")]
-    Cm(cm_core::Error),
-    /// The CM configuration is invalid.
-    #[error("congestion manager config: {0}")]
-    CmConfig(cm_core::ConfigError),
-    /// Bad TCP parameters.
-    #[error("tcp: {0}")]
-    Tcp(cm_transport::TcpConfigError),
-    /// Bad CBR parameters.
-    #[error("cbr: {0}")]
-    Cbr(cm_transport::CbrError),
-    /// Bad audio parameters.
-    #[error("audio: {0}")]
-    Audio(cm_transport::AudioConfigError),
-}
-
-macro_rules! host_error_from {
-    ($($variant:ident($ty:ty)),* $(,)?) => {$(
-        impl From<$ty> for HostError {
-            fn from(e: $ty) -> Self {
-                HostError::$variant(e)
-            }
-        }
-    )*};
-}
-
-host_error_from!(
-    Cm(cm_core::Error),
-    CmConfig(cm_core::ConfigError),
-    Tcp(cm_transport::TcpConfigError),
-    Cbr(cm_transport::CbrError),
-    Audio(cm_transport::AudioConfigError),
-);
-
-/// A constant-bit-rate application (not congestion controlled).
-#[derive(Clone, Copy, Debug)]
-pub struct CbrSpec {
-    /// Receiver host.
-    pub dst: NodeId,
-    /// Flow tag.
-    pub tag: FlowTag,
-    /// Payload rate, bit/s.
-    pub rate_bps: u64,
-    /// Payload bytes per packet.
-    pub len: u32,
-    /// First packet.
-    pub start: Instant,
-    /// No packet at or after this time.
-    pub stop: Option<Instant>,
-}
-
-/// A layered audio application on the CM (sigcomm1999 §3.2.2).
-#[derive(Clone, Debug)]
-pub struct AudioSpec {
-    /// Receiver host.
-    pub dst: NodeId,
-    /// Flow tag.
-    pub tag: FlowTag,
-    /// First packet.
-    pub start: Instant,
-    /// Encodings and packet size.
-    pub config: AudioConfig,
-    /// Rate-update thresholds given to `cm_thresh`.
-    pub thresholds: Thresholds,
-}
-
-#[derive(Clone, Debug)]
-struct AudioApp {
-    spec: AudioSpec,
-    sender: Option<AudioSender>,
-    flow: Option<FlowId>,
-}
-
-#[derive(Clone, Debug)]
-struct CbrApp {
-    spec: CbrSpec,
-    source: CbrSource,
-}
 
 #[derive(Clone, Copy, Debug)]
 enum Owner {
     Conn(usize),
     Audio(usize),
+    Proxy(usize),
 }
 
 /// A sender host with one congestion manager shared by all its apps.
@@ -122,6 +38,7 @@ pub struct CmHost {
     webs: Vec<WebSource>,
     cbrs: Vec<CbrApp>,
     audios: Vec<AudioApp>,
+    proxies: ProxyApps,
     owners: BTreeMap<FlowId, Owner>,
     next: Option<Instant>,
     /// Errors met while running (the engine's callbacks cannot fail).
@@ -149,6 +66,7 @@ impl CmHost {
             webs: Vec::new(),
             cbrs: Vec::new(),
             audios: Vec::new(),
+            proxies: ProxyApps::default(),
             owners: BTreeMap::new(),
             next: None,
             errors: Vec::new(),
@@ -244,9 +162,32 @@ impl CmHost {
         &self.cm
     }
 
+    /// Adds a ramping CBR source (not congestion controlled).
+    pub fn add_ramp(&mut self, spec: RampSpec) -> usize {
+        self.next = min_opt(self.next, Some(spec.start));
+        self.proxies.add_ramp(spec)
+    }
+
+    /// Adds a congestion-forcing proxy (its CM flow opens at `app.start`).
+    pub fn add_proxy(&mut self, spec: ProxySpec) -> usize {
+        self.next = min_opt(self.next, Some(spec.app.start));
+        self.proxies.add_proxy(spec)
+    }
+
+    /// Proxy `i`'s counters (as returned by [`CmHost::add_proxy`]).
+    pub fn proxy_stats(&self, i: usize) -> Option<ProxyStats> {
+        self.proxies.stats(i)
+    }
+
     fn send(&mut self, ctx: &mut Ctx<'_, Pkt>, dst: NodeId, tag: FlowTag, d: Datagram) {
-        if let Err(e) = ctx.send(dst, tag, Pkt(d)) {
+        if let Err(e) = ctx.send(dst, tag, Pkt::Net(d)) {
             self.errors.push(format!("send: {e}"));
+        }
+    }
+
+    fn forward_all(&mut self, now: Instant, calls: Calls) {
+        for (flow, call) in calls {
+            self.forward(now, flow, call);
         }
     }
 
@@ -322,6 +263,12 @@ impl CmHost {
                         self.send(ctx, dst, tag, Datagram::Tcp(seg));
                     }
                     self.drain_conn(i, now, ctx);
+                }
+                Some(&Owner::Proxy(i)) => {
+                    let mut calls = Calls::new();
+                    let errors = &mut self.errors;
+                    self.proxies.on_grant(i, flow, now, ctx, &mut calls, errors);
+                    self.forward_all(now, calls);
                 }
                 _ => self.forward(now, flow, CmCall::Notify(Bytes::ZERO)),
             },
@@ -420,6 +367,9 @@ impl CmHost {
                     self.send(ctx, dst, tag, Datagram::Cbr(p));
                 }
             }
+            let mut calls = Calls::new();
+            busy |= self.proxies.pump(now, ctx, &mut calls, &mut self.errors);
+            self.forward_all(now, calls);
             while let Some(ev) = self.cm.poll_event() {
                 busy = true;
                 self.on_event(ev, now, ctx);
@@ -467,7 +417,7 @@ impl CmHost {
                 None => min_opt(t, Some(a.spec.start)),
             };
         }
-        t
+        min_opt(t, self.proxies.poll_timeout())
     }
 
     fn start_audio(&mut self, i: usize, now: Instant) {
@@ -518,7 +468,18 @@ impl Host<Pkt> for CmHost {
 
     fn on_packet(&mut self, now: Instant, pkt: Packet<Pkt>, ctx: &mut Ctx<'_, Pkt>) {
         let tag = FlowTag(pkt.flow.0 & !super::REVERSE_BIT);
-        match pkt.payload.0 {
+        let d = match pkt.payload {
+            Pkt::Net(d) => d,
+            Pkt::ProxyAck(ack) => {
+                let mut calls = Calls::new();
+                self.proxies.on_ack(now, tag, &ack, &mut calls);
+                self.forward_all(now, calls);
+                self.pump(now, ctx);
+                return;
+            }
+            Pkt::ProxyData(_) => return,
+        };
+        match d {
             Datagram::Tcp(seg) => {
                 if let Some(&i) = self.by_port.get(&(tag, seg.dst_port)) {
                     if self.conns[i].phase == Phase::Running {
@@ -564,6 +525,15 @@ impl Host<Pkt> for CmHost {
                 self.start_audio(i, now);
             }
         }
+        for (i, dst, port) in self.proxies.take_due_opens(now) {
+            if let Some(flow) = self.open_flow(now, dst, port) {
+                self.owners.insert(flow, Owner::Proxy(i));
+                self.proxies.set_flow(i, flow);
+            }
+        }
+        let mut calls = Calls::new();
+        self.proxies.handle_timeouts(now, &mut calls);
+        self.forward_all(now, calls);
         self.pump(now, ctx);
     }
 

@@ -86,6 +86,12 @@ pub fn script(s: &Scenario) -> Result<String, Ns2Error> {
 /// [`script`] with `opt`'s stand-ins for CM flows.
 pub fn script_with(s: &Scenario, opt: Options) -> Result<String, Ns2Error> {
     s.validate()?;
+    if s.topology.is_some() {
+        return Err(Ns2Error::Unsupported(format!(
+            "scenario {:?} gives a [topology]: the ns-2 script generator writes dumbbells only",
+            s.name
+        )));
+    }
     let b = &s.bottleneck;
     if b.loss > 0.0 || b.reorder > 0.0 || b.duplicate > 0.0 {
         return Err(Ns2Error::Unsupported(format!(
@@ -96,6 +102,12 @@ pub fn script_with(s: &Scenario, opt: Options) -> Result<String, Ns2Error> {
     for f in &s.flows {
         let t = f.transport()?;
         let tfrc = t == Transport::Tcpcm && opt.tfrc_for_cm && runs_tfrc(s, f);
+        if t == Transport::Proxy || (t == Transport::Cbr && f.ramp_bps.is_some()) {
+            return Err(Ns2Error::Unsupported(format!(
+                "flow {:?}: proxies and ramping CBR are not mapped to ns-2",
+                f.name
+            )));
+        }
         if matches!(t, Transport::Tcpcm | Transport::Audio) && !tfrc {
             return Err(Ns2Error::Unsupported(format!(
                 "flow {:?} is {}: the CM has no ns-2 counterpart (the authors' ns module was never released); the referee runs the baseline half",
@@ -123,7 +135,7 @@ pub fn script_with(s: &Scenario, opt: Options) -> Result<String, Ns2Error> {
             Transport::Web => web_flow(&mut o, s, f, at),
             Transport::Cbr => cbr_flow(&mut o, f, at),
             Transport::Tcpcm => tfrc_flow(&mut o, s, f, at),
-            Transport::Audio => {}
+            Transport::Audio | Transport::Proxy => {}
         }
     }
     footer(&mut o, s);

@@ -1,5 +1,6 @@
-//! Scenarios as data: a TOML description of a dumbbell and the flows over
-//! it, validated into a [`Scenario`] that [`crate::simulate::run`] executes.
+//! Scenarios as data: a TOML description of a dumbbell (or of any
+//! topology) and the flows over it, validated into a [`Scenario`] that
+//! [`crate::simulate::run`] executes.
 //!
 //! ```toml
 //! name = "two-flows"
@@ -25,7 +26,7 @@
 //!
 //! [[flow]]
 //! name = "a"
-//! transport = "newreno"    # newreno | tcpcm | cbr | audio | web
+//! transport = "newreno"    # newreno | tcpcm | cbr | audio | web | proxy
 //! host = "left1"           # flows naming the same host share its CM
 //! dst = "right1"
 //! start = 0.0
@@ -50,16 +51,80 @@
 //! so two of them giving different controllers is an error, and a flow
 //! without the key runs what the others on its host chose. Without any,
 //! and with plain `aimd`, a host runs the papers' AIMD with
-//! `cm_initial_window`. Only CM transports (`tcpcm`, `audio`) take the key.
+//! `cm_initial_window`. Only CM transports (`tcpcm`, `audio`, `proxy`)
+//! take the key.
+//!
+//! # Other networks: `[topology]`
+//!
+//! Instead of `[bottleneck]` and `[access]`, a scenario may give a
+//! `[topology]` table: named nodes and duplex links, the format of
+//! [`cm_sim::spec`] that the real-network emulator reads too (giving both
+//! `[topology]` and `[bottleneck]` is an error). Flows' `host` and `dst`
+//! then name topology hosts (`kind = "host"`); a host is either a sender
+//! or a receiver. The result's `bottleneck` is the link direction that
+//! dropped the most packets, and `links` lists every direction.
+//!
+//! ```toml
+//! [topology]                   # see cm_sim::spec for every key
+//! [[topology.node]]
+//! name = "n0"
+//! [[topology.node]]
+//! name = "r"
+//! kind = "router"
+//! [[topology.node]]
+//! name = "n4"
+//! [[topology.link]]
+//! a = "n0"
+//! b = "r"
+//! rate_bps = 300_000
+//! delay_ms = 5.0
+//! [[topology.link]]
+//! a = "r"
+//! b = "n4"
+//! rate_bps = 1_000_000
+//! delay_ms = 5.0
+//!
+//! [[flow]]
+//! name = "ramp"
+//! transport = "cbr"            # or proxy
+//! host = "n0"
+//! dst = "n4"
+//! rate_bps = 6400              # payload bit/s at start
+//! ramp_bps = 6400              # ... plus this every ramp_every_s
+//! ramp_every_s = 0.5
+//! packet_bytes = 120           # payload; +28 IP/UDP (+16 CC-UDP for proxy)
+//! ```
+//!
+//! # Ramps and the congestion-forcing proxy
+//!
+//! `ramp_bps` and `ramp_every_s` (cbr and proxy flows) make the
+//! application's rate start at `rate_bps` and grow by `ramp_bps` every
+//! `ramp_every_s` (transport-selection-middleware §3.1).
+//!
+//! A `proxy` flow is a CBR application (`rate_bps`, `packet_bytes`, the
+//! ramp keys) whose packets enter a queue of `maxq` packets (default 1)
+//! that drops from its head (`drop = "head"`, default) or tail (`"tail"`)
+//! when full, and leave it only as the host's CM grants, as CC-UDP
+//! datagrams (its 16-byte header added) acked by the receiver
+//! ([`crate::hosts::proxy`]; §4.3's "VoIP proxy"). The CM is the host's:
+//! proxies on one host to one destination share a macroflow, with the
+//! host's `controller` (e.g. `tfrc:s=136`). A CC-UDP datagram is at most
+//! one CM MTU (`mss`): give `mss` = `packet_bytes + 16` so a grant is one
+//! datagram. Cbr and proxy flows report their mean one-way delay (the
+//! application's send time to arrival) and per-second payload bytes; proxy
+//! flows also what the queue did (offered, sent, dropped, mean wait).
 
 use std::collections::BTreeMap;
 
 use cm_core::controller::ControllerConfig;
 use cm_sim::QueueLimit;
-use cm_transport::tcp::{RtoInRecovery, SsthreshRule};
+use cm_sim::spec::TopologySpec;
 use serde::{Deserialize, Serialize};
 
+mod flow;
 mod validate;
+
+pub use flow::FlowSpec;
 
 /// Why a scenario is unusable. Each message ends with its underlying error;
 /// that error is not also [`std::error::Error::source`], so a chain printer
@@ -115,6 +180,10 @@ pub enum Transport {
     Audio,
     /// Web-like on/off NewReno transfers (Pareto sizes, exponential think times).
     Web,
+    /// A (ramping) CBR application behind a congestion-forcing proxy: a
+    /// MAXQ queue drained by the host's CM over CC-UDP
+    /// (transport-selection-middleware §4.3).
+    Proxy,
 }
 
 /// The bottleneck.
@@ -153,6 +222,33 @@ pub struct Bottleneck {
     pub reverse_rate_bps: Option<u64>,
 }
 
+impl Default for Bottleneck {
+    /// The absent bottleneck of a `[topology]` scenario (rate 0, which a
+    /// given `[bottleneck]` cannot have).
+    fn default() -> Self {
+        Bottleneck {
+            rate_bps: 0,
+            delay_ms: 0.0,
+            queue: None,
+            queue_packets: None,
+            queue_bytes: None,
+            loss: 0.0,
+            reorder: 0.0,
+            reorder_delay_ms: 0.0,
+            duplicate: 0.0,
+            reverse_rate_bps: None,
+        }
+    }
+}
+
+impl Bottleneck {
+    /// Whether this is the absent bottleneck ([`Bottleneck::default`]) of a
+    /// scenario that gives `[topology]` instead.
+    pub fn is_absent(&self) -> bool {
+        self.rate_bps == 0
+    }
+}
+
 /// `skip_serializing_if` for the optional link features: a scenario that
 /// does not use them serializes as before.
 fn is_zero(x: &f64) -> bool {
@@ -175,155 +271,6 @@ impl Default for Access {
             rate_bps: 100_000_000,
             delay_ms: 1.0,
         }
-    }
-}
-
-/// One flow (or traffic source).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FlowSpec {
-    /// Unique name.
-    pub name: String,
-    /// `newreno`, `tcpcm`, `cbr`, `audio` or `web`.
-    pub transport: String,
-    /// Sender host name (default: `"h-" + name`).
-    #[serde(default)]
-    pub host: Option<String>,
-    /// Receiver host name (default: `"r-" + name`).
-    #[serde(default)]
-    pub dst: Option<String>,
-    /// Start time, s.
-    #[serde(default)]
-    pub start: f64,
-    /// Stop time, s (cbr, web; default: end of run).
-    #[serde(default)]
-    pub stop: Option<f64>,
-    /// Bytes to transfer (TCP; absent = bulk).
-    #[serde(default)]
-    pub bytes: Option<u64>,
-    /// Rate, bit/s (cbr).
-    #[serde(default)]
-    pub rate_bps: Option<u64>,
-    /// Payload bytes per packet (cbr, default 1000).
-    #[serde(default)]
-    pub packet_bytes: Option<u32>,
-    /// CM scheduler weight (tcpcm).
-    #[serde(default)]
-    pub weight: Option<u32>,
-    /// Initial window, segments (newreno, web; default 2).
-    #[serde(default)]
-    pub initial_window: Option<u32>,
-    /// Delayed ACKs at the receiver (default false).
-    #[serde(default)]
-    pub delayed_ack: bool,
-    /// Delayed-ACK timeout, ms (default 200).
-    #[serde(default)]
-    pub delayed_ack_ms: Option<u64>,
-    /// Mean transfer size, bytes (web, default 12000).
-    #[serde(default)]
-    pub mean_bytes: Option<f64>,
-    /// Mean think time, s (web, default 0.5).
-    #[serde(default)]
-    pub think_s: Option<f64>,
-    /// Record sequence/ack/window traces (for plots).
-    #[serde(default)]
-    pub trace: bool,
-    /// SACK (RFC 2018 / RFC 6675) for the flow's TCP (newreno, tcpcm, web;
-    /// default false): the sender asks for it on the SYN, the receiver
-    /// follows the SYN (`cm_transport::TcpConfig::sack`).
-    #[serde(default)]
-    pub sack: bool,
-    /// What NewReno halves into ssthresh on a loss: `flightsize` (default,
-    /// RFC 5681 / 6675), `pipe` (ns-3) or `cwnd` (Linux, ns-2); newreno and
-    /// web flows, and tcpcm flows only as far as TCP/CM has no window of
-    /// its own: none, so it is ignored there (`cm_transport::tcp::SsthreshRule`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ssthresh: Option<String>,
-    /// The ssthresh a timeout inside a loss recovery takes: `keep` (default,
-    /// Linux: the recovery's) or `halve` (ns-2: half of it again); newreno
-    /// and web flows (`cm_transport::tcp::RtoInRecovery`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rto_in_recovery: Option<String>,
-    /// The controller of the flow's CM host, in the text form of
-    /// [`cm_core::controller::spec`] (tcpcm, audio; see the module docs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub controller: Option<String>,
-}
-
-impl FlowSpec {
-    /// A flow with only the required fields set.
-    pub fn new(name: &str, transport: Transport) -> Self {
-        let t = serde_json::to_value(transport)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        FlowSpec {
-            name: name.to_owned(),
-            transport: t,
-            host: None,
-            dst: None,
-            start: 0.0,
-            stop: None,
-            bytes: None,
-            rate_bps: None,
-            packet_bytes: None,
-            weight: None,
-            initial_window: None,
-            delayed_ack: false,
-            delayed_ack_ms: None,
-            mean_bytes: None,
-            think_s: None,
-            trace: false,
-            sack: false,
-            ssthresh: None,
-            rto_in_recovery: None,
-            controller: None,
-        }
-    }
-
-    /// The parsed transport.
-    pub fn transport(&self) -> Result<Transport, ScenarioError> {
-        serde_json::from_value(serde_json::Value::String(self.transport.clone())).or_else(|_| {
-            bad(format!(
-                "flow {:?}: unknown transport {:?} (expected newreno, tcpcm, cbr, audio or web)",
-                self.name, self.transport
-            ))
-        })
-    }
-
-    /// The flow's NewReno rules (`ssthresh` and `rto_in_recovery`), the
-    /// defaults where it gives none.
-    pub fn tcp_rules(&self) -> Result<(SsthreshRule, RtoInRecovery), ScenarioError> {
-        let invalid = |e: &dyn std::fmt::Display| {
-            ScenarioError::Invalid(format!("flow {:?}: {e}", self.name))
-        };
-        let ssthresh = match self.ssthresh.as_deref().map(str::parse::<SsthreshRule>) {
-            Some(r) => r.map_err(|e| invalid(&e))?,
-            None => SsthreshRule::default(),
-        };
-        let rto = match self
-            .rto_in_recovery
-            .as_deref()
-            .map(str::parse::<RtoInRecovery>)
-        {
-            Some(r) => r.map_err(|e| invalid(&e))?,
-            None => RtoInRecovery::default(),
-        };
-        Ok((ssthresh, rto))
-    }
-
-    /// Sender host name.
-    pub fn host_name(&self) -> String {
-        self.host
-            .clone()
-            .unwrap_or_else(|| format!("h-{}", self.name))
-    }
-
-    /// Receiver host name.
-    pub fn dst_name(&self) -> String {
-        self.dst
-            .clone()
-            .unwrap_or_else(|| format!("r-{}", self.name))
     }
 }
 
@@ -360,11 +307,17 @@ pub struct Scenario {
     /// scenario with no other randomness.
     #[serde(default)]
     pub start_jitter_ms: f64,
-    /// The bottleneck.
+    /// The bottleneck (absent, [`Bottleneck::default`], when `topology`
+    /// is given).
+    #[serde(default, skip_serializing_if = "Bottleneck::is_absent")]
     pub bottleneck: Bottleneck,
-    /// The access links.
+    /// The access links (dumbbell only).
     #[serde(default)]
     pub access: Access,
+    /// A multi-node network instead of the dumbbell (`[topology]`, the
+    /// table `cm_sim::spec` reads; flows' `host` and `dst` name its hosts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<TopologySpec>,
     /// The flows.
     #[serde(default, rename = "flow")]
     pub flows: Vec<FlowSpec>,
@@ -387,9 +340,12 @@ impl Scenario {
             let cfg: ControllerConfig = spec
                 .parse()
                 .map_err(|e| ScenarioError::Invalid(format!("flow {:?}: {e}", f.name)))?;
-            if !matches!(f.transport()?, Transport::Tcpcm | Transport::Audio) {
+            if !matches!(
+                f.transport()?,
+                Transport::Tcpcm | Transport::Audio | Transport::Proxy
+            ) {
                 return bad(format!(
-                    "flow {:?}: controller is for flows on the CM (tcpcm, audio), not {}",
+                    "flow {:?}: controller is for flows on the CM (tcpcm, audio, proxy), not {}",
                     f.name, f.transport
                 ));
             }

@@ -5,12 +5,20 @@ use std::collections::BTreeMap;
 
 use cm_core::controller::{AimdConfig, ControllerConfig};
 use cm_core::{Config, Duration, Instant};
-use cm_sim::{DumbbellConfig, FlowTag, LinkConfig, NodeId, QueueLimit, Sim, dumbbell};
+use cm_sim::{FlowTag, QueueLimit, Sim};
 use cm_transport::{AudioConfig, CcMode, TcpConfig};
 use serde::Serialize;
 
-use crate::hosts::{AudioSpec, CbrSpec, CmHost, ConnRecord, ConnSpec, Pkt, ReceiverHost, WebSpec};
-use crate::scenario::{Scenario, ScenarioError, Transport};
+use crate::hosts::{
+    AudioSpec, CbrSpec, CmHost, ConnRecord, ConnSpec, Pkt, ProxySpec, RampSpec, ReceiverHost,
+    WebSpec,
+};
+use crate::scenario::{FlowSpec, Scenario, ScenarioError, Transport};
+
+mod network;
+mod result;
+
+pub use result::{LinkResult, ProxyResult};
 
 /// Per-flow outcome.
 #[derive(Clone, Debug, Serialize)]
@@ -41,6 +49,16 @@ pub struct FlowResult {
     pub completion_s: Option<f64>,
     /// Web sources: transfers started.
     pub transfers: usize,
+    /// Cbr and proxy flows: mean one-way delay of the received packets,
+    /// from the application's send time to arrival, s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub one_way_delay_s: Option<f64>,
+    /// Cbr and proxy flows: payload bytes received in each second.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_second_bytes: Vec<u64>,
+    /// Proxy flows: what the proxy did with the application's packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxyResult>,
 }
 
 /// The bottleneck's counters.
@@ -71,8 +89,12 @@ pub struct ScenarioResult {
     pub events: u64,
     /// Per flow, in scenario order.
     pub flows: Vec<FlowResult>,
-    /// The bottleneck.
+    /// The bottleneck (of a `[topology]`: the link direction with the most
+    /// drops).
     pub bottleneck: BottleneckResult,
+    /// A `[topology]`'s link directions (empty for the dumbbell).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<LinkResult>,
     /// Host errors met while running (should be empty).
     pub errors: Vec<String>,
 }
@@ -90,10 +112,6 @@ fn secs(s: f64) -> Instant {
     Instant::from_micros((s * 1e6).round() as u64)
 }
 
-fn ms(m: f64) -> Duration {
-    Duration::from_micros((m * 1e3).round() as u64)
-}
-
 /// Runs `s` (validated first).
 pub fn run(s: &Scenario) -> Result<ScenarioResult, ScenarioError> {
     run_traced(s).map(|(r, _)| r)
@@ -103,31 +121,9 @@ pub fn run(s: &Scenario) -> Result<ScenarioResult, ScenarioError> {
 pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), ScenarioError> {
     s.validate()?;
     let (left, right) = s.hosts();
-    let b = &s.bottleneck;
-    let one_way = ms(b.delay_ms);
-    let queue = s.queue_limit();
-    let access_delay = ms(s.access.delay_ms);
-    let bottleneck = LinkConfig::new(b.rate_bps, one_way - access_delay.saturating_mul(2), queue)
-        .with_loss(b.loss)
-        .with_reorder(b.reorder, ms(b.reorder_delay_ms))
-        .with_duplicate(b.duplicate);
-    let mut reverse = bottleneck;
-    reverse.loss = 0.0;
-    reverse.reorder = 0.0;
-    reverse.duplicate = 0.0;
-    if let Some(r) = b.reverse_rate_bps {
-        reverse.bandwidth_bps = r;
-    }
-    let cfg = DumbbellConfig {
-        left: left.len(),
-        right: right.len(),
-        access: LinkConfig::new(s.access.rate_bps, access_delay, QueueLimit::Unlimited),
-        bottleneck,
-        reverse,
-    };
-    let d = dumbbell(&cfg)?;
-    let mut sim = Sim::<Pkt>::new(d.topology, s.seed)?;
-    let node_of = |names: &[String], nodes: &[NodeId], n: &str| {
+    let net = network::build(s, &left, &right)?;
+    let mut sim = Sim::<Pkt>::new(net.topology.clone(), s.seed)?;
+    let node_of = |names: &[String], nodes: &[cm_sim::NodeId], n: &str| {
         names
             .iter()
             .position(|x| x == n)
@@ -158,7 +154,7 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
     // `cm_initial_window`).
     let controllers = s.host_controllers()?;
     let mut hosts: Vec<CmHost> = Vec::new();
-    for (name, &n) in left.iter().zip(&d.left_hosts) {
+    for (name, &n) in left.iter().zip(&net.senders) {
         let mut cfg = cm_cfg.clone();
         match controllers.get(name) {
             None => {}
@@ -171,7 +167,7 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
         })?);
     }
     let mut receivers: Vec<ReceiverHost> =
-        d.right_hosts.iter().map(|_| ReceiverHost::new()).collect();
+        net.receivers.iter().map(|_| ReceiverHost::new()).collect();
     if let Some(w) = s.rcv_wnd {
         receivers.iter_mut().for_each(|r| r.set_rcv_wnd(w));
     }
@@ -182,7 +178,7 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
         let tag = FlowTag(u32::try_from(k + 1).unwrap_or(u32::MAX >> 2));
         let hi = left.iter().position(|x| *x == f.host_name()).unwrap_or(0);
         let ri = right.iter().position(|x| *x == f.dst_name()).unwrap_or(0);
-        let dst = node_of(&right, &d.right_hosts, &f.dst_name()).unwrap_or(d.right_hosts[0]);
+        let dst = node_of(&right, &net.receivers, &f.dst_name()).unwrap_or(net.receivers[0]);
         let t = f.transport()?;
         let (ssthresh_rule, rto_in_recovery) = f.tcp_rules()?;
         let tcp = TcpConfig {
@@ -203,6 +199,7 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
         let start = secs(s.start_s(k));
         let stop = f.stop.map(secs).unwrap_or(end);
         let host = &mut hosts[hi];
+        let mut proxy = None;
         let (conn, web) = match t {
             Transport::Newreno | Transport::Tcpcm => {
                 let cc = if t == Transport::Tcpcm {
@@ -229,7 +226,22 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
                 }
                 (None, Some(host.add_web(w)))
             }
-            Transport::Cbr => {
+            Transport::Cbr | Transport::Proxy if t == Transport::Proxy || f.ramp_bps.is_some() => {
+                let app = ramp_spec(f, dst, tag, start, stop);
+                if t == Transport::Proxy {
+                    let overflow = f.overflow()?;
+                    let maxq = f.maxq.unwrap_or(cm_transport::maxq::DEFAULT_MAXQ);
+                    proxy = Some(host.add_proxy(ProxySpec {
+                        app,
+                        maxq,
+                        overflow,
+                    }));
+                } else {
+                    host.add_ramp(app);
+                }
+                (None, None)
+            }
+            Transport::Cbr | Transport::Proxy => {
                 let spec = CbrSpec {
                     dst,
                     tag,
@@ -253,97 +265,68 @@ pub fn run_traced(s: &Scenario) -> Result<(ScenarioResult, Vec<FlowTrace>), Scen
                 (None, None)
             }
         };
-        placed.push((tag, hi, ri, conn, web, t));
+        placed.push(Placed {
+            tag,
+            hi,
+            ri,
+            conn,
+            web,
+            proxy,
+            t,
+        });
     }
-    for (h, &n) in hosts.into_iter().zip(&d.left_hosts) {
+    for (h, &n) in hosts.into_iter().zip(&net.senders) {
         sim.attach(n, h)?;
     }
-    for (r, &n) in receivers.into_iter().zip(&d.right_hosts) {
+    for (r, &n) in receivers.into_iter().zip(&net.receivers) {
         sim.attach(n, r)?;
     }
     sim.run_until(end);
+    result::collect(s, &sim, &net, &placed, queue_limit_bytes(s))
+}
 
-    let mut flows = Vec::new();
-    let mut traces = Vec::new();
-    let mut errors = Vec::new();
-    let mut drops_by_flow = BTreeMap::new();
-    for &n in &d.left_hosts {
-        if let Some(h) = sim.host::<CmHost>(n) {
-            errors.extend(h.errors.iter().cloned());
-        }
+/// Where flow `k` of a scenario was placed.
+struct Placed {
+    tag: FlowTag,
+    /// Its sender host (index into the senders).
+    hi: usize,
+    /// Its receiver host.
+    ri: usize,
+    /// Its connection on the host, if a plain TCP flow.
+    conn: Option<usize>,
+    /// Its web source.
+    web: Option<usize>,
+    /// Its proxy.
+    proxy: Option<usize>,
+    t: Transport,
+}
+
+fn queue_limit_bytes(s: &Scenario) -> Option<u64> {
+    if s.topology.is_some() {
+        return None;
     }
-    for (f, &(tag, hi, ri, conn, web, t)) in s.flows.iter().zip(&placed) {
-        let host = sim.host::<CmHost>(d.left_hosts[hi]);
-        let rx = sim.host::<ReceiverHost>(d.right_hosts[ri]);
-        let stats = sim.flow_stats(tag).cloned().unwrap_or_default();
-        let conns: Vec<&crate::hosts::Conn> = match (host, conn, web) {
-            (Some(h), Some(c), _) => h.conn(c).into_iter().collect(),
-            (Some(h), None, Some(w)) => h
-                .web(w)
-                .map(|w| w.transfers.iter().filter_map(|&i| h.conn(i)).collect())
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        };
-        let bytes_delivered = match t {
-            Transport::Newreno | Transport::Tcpcm | Transport::Web => {
-                rx.map_or(0, |r| r.tcp_bytes(tag))
-            }
-            Transport::Cbr => rx.and_then(|r| r.cbr(tag)).map_or(0, |c| c.bytes()),
-            Transport::Audio => stats.delivered_bytes,
-        };
-        let completion = match (t, conns.first()) {
-            (Transport::Newreno | Transport::Tcpcm, Some(c)) => c.record.transfer_secs(),
-            _ => None,
-        };
-        let active = completion.unwrap_or(s.duration - f.start);
-        let goodput = if active > 0.0 {
-            bytes_delivered as f64 * 8.0 / active
-        } else {
-            0.0
-        };
-        let drops = stats.dropped_at.get(&d.bottleneck).copied().unwrap_or(0);
-        drops_by_flow.insert(f.name.clone(), drops);
-        flows.push(FlowResult {
-            name: f.name.clone(),
-            transport: t,
-            goodput_bps: goodput,
-            bytes_delivered,
-            sent_packets: stats.sent_packets,
-            delivered_packets: stats.delivered_packets,
-            dropped_packets: stats.dropped(),
-            loss_rate: stats.loss_rate(),
-            retransmits: conns.iter().map(|c| c.tcp.stats().retransmits).sum(),
-            timeouts: conns.iter().map(|c| c.tcp.stats().timeouts).sum(),
-            completion_s: completion,
-            transfers: if web.is_some() { conns.len() } else { 0 },
-        });
-        if f.trace {
-            traces.push(FlowTrace {
-                name: f.name.clone(),
-                conns: conns.iter().map(|c| c.record.clone()).collect(),
-            });
-        }
+    match s.queue_limit() {
+        QueueLimit::Bytes(q) => Some(q),
+        _ => None,
     }
-    let ls = sim.link_stats(d.bottleneck).unwrap_or_default();
-    Ok((
-        ScenarioResult {
-            name: s.name.clone(),
-            seed: s.seed,
-            duration_s: s.duration,
-            events: sim.events_processed(),
-            flows,
-            bottleneck: BottleneckResult {
-                drops: ls.dropped_overflow + ls.dropped_random,
-                drops_by_flow,
-                sent_packets: ls.sent_packets,
-                utilization: ls.utilization(),
-                queue_bytes: match queue {
-                    QueueLimit::Bytes(q) => Some(q),
-                    _ => None,
-                },
-            },
-            errors,
-        },
-        traces,
-    ))
+}
+
+/// The (ramping) CBR application of a cbr or proxy flow.
+fn ramp_spec(
+    f: &FlowSpec,
+    dst: cm_sim::NodeId,
+    tag: FlowTag,
+    start: Instant,
+    stop: Instant,
+) -> RampSpec {
+    RampSpec {
+        dst,
+        tag,
+        rate_bps: f.rate_bps.unwrap_or(1),
+        ramp_bps: f.ramp_bps.unwrap_or(0),
+        ramp_every: Duration::from_micros((f.ramp_every_s.unwrap_or(0.0) * 1e6).round() as u64),
+        len: f.packet_bytes.unwrap_or(1000),
+        start,
+        stop: Some(stop),
+    }
 }
