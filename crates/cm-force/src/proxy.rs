@@ -252,6 +252,35 @@ impl Ingress {
         Ok(())
     }
 
+    /// The descriptors whose readiness means work, and how long to wait
+    /// at most before [`Ingress::step`] has work anyway.
+    fn wake(&mut self) -> Result<StdDuration, ProxyError> {
+        let t = self.cc.next_timeout()?.unwrap_or(StdDuration::from_millis(200));
+        Ok(if self.queue.is_empty() {
+            t
+        } else {
+            t.min(StdDuration::from_millis(1))
+        })
+    }
+
+    /// Relay several ingresses that share one CM (one thread, so their
+    /// flows to one host share its macroflow) until `stop` or `until`.
+    pub fn run_all(all: &mut [Ingress], cm: &SharedCm, stop: &AtomicBool, until: Option<StdInstant>) -> Result<(), ProxyError> {
+        while !stop.load(Ordering::Relaxed) && until.is_none_or(|u| StdInstant::now() < u) {
+            let mut t = StdDuration::from_millis(200);
+            for i in all.iter_mut() {
+                i.step()?;
+                t = t.min(i.wake()?);
+            }
+            let mut c = cm.borrow_mut();
+            let cm_fd = c.pollable_fd().ok();
+            let mut fds: Vec<BorrowedFd<'_>> = all.iter().flat_map(|i| [i.app.as_fd(), i.cc.as_fd()]).collect();
+            fds.extend(cm_fd);
+            wait(&fds, t);
+        }
+        Ok(())
+    }
+
     /// What it has done so far.
     pub fn report(&self) -> IngressReport {
         let q = self.queue.stats();
@@ -386,18 +415,45 @@ impl Egress {
     pub fn run(&mut self, stop: &AtomicBool, until: Option<StdInstant>) -> Result<(), ProxyError> {
         while !stop.load(Ordering::Relaxed) && until.is_none_or(|u| StdInstant::now() < u) {
             self.step()?;
-            let t = match &mut self.cc {
-                Some(cc) => cc.next_timeout()?.unwrap_or(StdDuration::from_millis(200)),
-                None => StdDuration::from_millis(200),
-            };
+            let t = self.wake()?;
             let mut cm = self.cm.borrow_mut();
             let cm_fd = cm.pollable_fd().ok();
-            let mut fds = vec![self.out.as_fd()];
-            match (&self.cc, &self.listen) {
-                (Some(c), _) => fds.push(c.as_fd()),
-                (None, Some(l)) => fds.push(l.as_fd()),
-                (None, None) => {}
+            let mut fds = self.fds();
+            fds.extend(cm_fd);
+            wait(&fds, t);
+        }
+        Ok(())
+    }
+
+    fn wake(&mut self) -> Result<StdDuration, ProxyError> {
+        Ok(match &mut self.cc {
+            Some(cc) => cc.next_timeout()?.unwrap_or(StdDuration::from_millis(200)),
+            None => StdDuration::from_millis(200),
+        })
+    }
+
+    fn fds(&self) -> Vec<BorrowedFd<'_>> {
+        let mut fds = vec![self.out.as_fd()];
+        match (&self.cc, &self.listen) {
+            (Some(c), _) => fds.push(c.as_fd()),
+            (None, Some(l)) => fds.push(l.as_fd()),
+            (None, None) => {}
+        }
+        fds
+    }
+
+    /// Relay several egresses that share one CM (one thread) until `stop`
+    /// or `until`.
+    pub fn run_all(all: &mut [Egress], cm: &SharedCm, stop: &AtomicBool, until: Option<StdInstant>) -> Result<(), ProxyError> {
+        while !stop.load(Ordering::Relaxed) && until.is_none_or(|u| StdInstant::now() < u) {
+            let mut t = StdDuration::from_millis(200);
+            for e in all.iter_mut() {
+                e.step()?;
+                t = t.min(e.wake()?);
             }
+            let mut c = cm.borrow_mut();
+            let cm_fd = c.pollable_fd().ok();
+            let mut fds: Vec<BorrowedFd<'_>> = all.iter().flat_map(Egress::fds).collect();
             fds.extend(cm_fd);
             wait(&fds, t);
         }

@@ -4,8 +4,10 @@
 //! queues at most MAXQ of them and sends them through a congestion-
 //! controlled CC-UDP channel to the egress in the sink's namespace, which
 //! delivers them to the sink on loopback (transport-selection-middleware
-//! §4.3.1's VoIP proxies, one per sender, each with its own CM as the
-//! paper's TFRC agents are separate).
+//! §4.3.1's VoIP proxies, one per sender). A node's proxies share one CM,
+//! so its flows to one host share a macroflow, as the CM would run them
+//! (the paper's TFRC agents were separate; the simulator's `voip-proxy`
+//! shares the same way).
 //!
 //! The sources and sinks are [`crate::collapse`]'s: paced per packet,
 //! every datagram carrying its send time for the one-way delay.
@@ -20,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use cm_core::controller::ControllerConfig;
 use cm_force::proxy::{Egress, EgressConfig, Ingress, IngressConfig, IngressReport};
+use libcm::ccudp::SharedCm;
 use cm_netem::Network;
 use cm_transport::maxq::Overflow;
 use serde::Serialize;
@@ -87,116 +90,133 @@ fn bind_in(net: &Network, node: &str, addr: Ipv4Addr) -> Result<UdpSocket> {
         .map_err(io(format!("binding a socket in {node}")))
 }
 
-type ProxyThreads = (
-    std::thread::JoinHandle<Option<IngressReport>>,
-    std::thread::JoinHandle<()>,
-);
+type Reports = Vec<Option<IngressReport>>;
 
-/// Start a proxy pair for a flow into `sink`: returns the ingress's
-/// application address and the two threads.
-fn start_proxy(
+/// Start the proxies of `flows` (those with one) into their sinks: one
+/// thread and one CM per node, so a node's proxied flows to one host share
+/// its macroflow (the CM's design). Returns each flow's ingress address
+/// and the threads (ingress threads return the flows' reports).
+#[allow(clippy::type_complexity)]
+fn start_proxies(
     net: &Network,
-    f: &Flow,
-    sink: SocketAddr,
+    flows: &[Flow],
+    sinks: &[SocketAddr],
     stop: &Arc<AtomicBool>,
-) -> Result<(SocketAddr, ProxyThreads)> {
-    let Some(p) = f.proxy.clone() else {
-        return Err(RealError::Program("start_proxy without a proxy".into()));
+) -> Result<(Vec<Option<SocketAddr>>, Vec<std::thread::JoinHandle<(Vec<usize>, Reports)>>)> {
+    let mut threads = Vec::new();
+    let mut egress_addr = vec![None; flows.len()];
+    let nodes = |pick: &dyn Fn(&Flow) -> &str| {
+        let mut v: Vec<String> = flows.iter().filter(|f| f.proxy.is_some()).map(|f| pick(f).to_owned()).collect();
+        v.sort();
+        v.dedup();
+        v
     };
-    let to_addr = net.node_addr(&f.to)?;
-    let (etx, erx) = mpsc::channel::<std::result::Result<SocketAddr, String>>();
-    let stop_e = Arc::clone(stop);
-    let egress = net.spawn_in(&f.to, move || {
-        let cm = Rc::new(RefCell::new(
-            match libcm::Cm::embedded(libcm::Config::default()) {
-                Ok(c) => c,
-                Err(e) => {
-                    let _ = etx.send(Err(e.to_string()));
-                    return;
+    for node in nodes(&|f| &f.to) {
+        let idx: Vec<usize> = (0..flows.len()).filter(|&i| flows[i].proxy.is_some() && flows[i].to == node).collect();
+        let listen = SocketAddr::from((net.node_addr(&node)?, 0));
+        let cfgs: Vec<EgressConfig> = idx.iter().map(|&i| EgressConfig { listen, deliver: sinks[i] }).collect();
+        let (tx, rx) = mpsc::channel::<std::result::Result<Vec<SocketAddr>, String>>();
+        let stop = Arc::clone(stop);
+        let idx2 = idx.clone();
+        threads.push(net.spawn_in(&node, move || {
+            let setup = || -> std::result::Result<(SharedCm, Vec<Egress>), String> {
+                let cm = Rc::new(RefCell::new(libcm::Cm::embedded(libcm::Config::default()).map_err(|e| e.to_string())?));
+                let all = cfgs.iter().map(|c| Egress::bind(&cm, c).map_err(|e| e.to_string())).collect::<std::result::Result<Vec<_>, _>>()?;
+                Ok((cm, all))
+            };
+            match setup() {
+                Ok((cm, mut all)) => {
+                    let _ = tx.send(all.iter().map(|e| e.local_addr().map_err(|x| x.to_string())).collect());
+                    let _ = Egress::run_all(&mut all, &cm, &stop, None);
                 }
-            },
-        ));
-        let cfg = EgressConfig {
-            listen: SocketAddr::from((to_addr, 0)),
-            deliver: sink,
-        };
-        match Egress::bind(&cm, &cfg) {
-            Ok(mut e) => {
-                let _ = etx.send(e.local_addr().map_err(|x| x.to_string()));
-                let _ = e.run(&stop_e, None);
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                }
             }
-            Err(e) => {
-                let _ = etx.send(Err(e.to_string()));
-            }
+            (idx2, Vec::new())
+        })?);
+        let addrs = rx
+            .recv_timeout(Duration::from_secs(5))
+            .map_err(|_| RealError::Thread("egress"))?
+            .map_err(|e| RealError::Program(format!("egress in {node}: {e}")))?;
+        for (i, a) in idx.into_iter().zip(addrs) {
+            egress_addr[i] = Some(a);
         }
-    })?;
-    let egress_addr = erx
-        .recv_timeout(Duration::from_secs(5))
-        .map_err(|_| RealError::Thread("egress"))?
-        .map_err(|e| RealError::Program(format!("egress: {e}")))?;
-    let (itx, irx) = mpsc::channel::<std::result::Result<SocketAddr, String>>();
-    let stop_i = Arc::clone(stop);
-    let ingress = net.spawn_in(&f.from, move || {
-        let cm = Rc::new(RefCell::new(
-            libcm::Cm::embedded(libcm::Config::default()).ok()?,
-        ));
-        let cfg = IngressConfig {
-            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-            egress: egress_addr,
-            maxq: p.maxq,
-            overflow: p.overflow,
-            controller: Some(p.controller),
-        };
-        match Ingress::bind(&cm, &cfg) {
-            Ok(mut i) => {
-                let _ = itx.send(i.local_addr().map_err(|x| x.to_string()));
-                let _ = i.run(&stop_i, None);
-                Some(i.report())
-            }
-            Err(e) => {
-                let _ = itx.send(Err(e.to_string()));
-                None
-            }
+    }
+    let mut app = vec![None; flows.len()];
+    for node in nodes(&|f| &f.from) {
+        let idx: Vec<usize> = (0..flows.len()).filter(|&i| flows[i].proxy.is_some() && flows[i].from == node).collect();
+        let mut cfgs = Vec::new();
+        for &i in &idx {
+            let (Some(p), Some(egress)) = (flows[i].proxy.clone(), egress_addr[i]) else {
+                return Err(RealError::Program("a proxied flow without an egress".into()));
+            };
+            cfgs.push(IngressConfig {
+                listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+                egress,
+                maxq: p.maxq,
+                overflow: p.overflow,
+                controller: Some(p.controller),
+            });
         }
-    })?;
-    let app = irx
-        .recv_timeout(Duration::from_secs(5))
-        .map_err(|_| RealError::Thread("ingress"))?
-        .map_err(|e| RealError::Program(format!("ingress: {e}")))?;
-    Ok((app, (ingress, egress)))
+        let (tx, rx) = mpsc::channel::<std::result::Result<Vec<SocketAddr>, String>>();
+        let stop = Arc::clone(stop);
+        let idx2 = idx.clone();
+        threads.push(net.spawn_in(&node, move || {
+            let setup = || -> std::result::Result<(SharedCm, Vec<Ingress>), String> {
+                let cm = Rc::new(RefCell::new(libcm::Cm::embedded(libcm::Config::default()).map_err(|e| e.to_string())?));
+                let all = cfgs.iter().map(|c| Ingress::bind(&cm, c).map_err(|e| e.to_string())).collect::<std::result::Result<Vec<_>, _>>()?;
+                Ok((cm, all))
+            };
+            match setup() {
+                Ok((cm, mut all)) => {
+                    let _ = tx.send(all.iter().map(|e| e.local_addr().map_err(|x| x.to_string())).collect());
+                    let _ = Ingress::run_all(&mut all, &cm, &stop, None);
+                    (idx2, all.iter().map(|i| Some(i.report())).collect())
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    (idx2, Vec::new())
+                }
+            }
+        })?);
+        let addrs = rx
+            .recv_timeout(Duration::from_secs(5))
+            .map_err(|_| RealError::Thread("ingress"))?
+            .map_err(|e| RealError::Program(format!("ingress in {node}: {e}")))?;
+        for (i, a) in idx.into_iter().zip(addrs) {
+            app[i] = Some(a);
+        }
+    }
+    Ok((app, threads))
 }
 
 /// Run `flows` together for their duration (the longest), plus the time
 /// the network needs to drain; `stop` ends the run early.
 pub fn run_flows(net: &Network, flows: &[Flow], stop: &Arc<AtomicBool>) -> Result<Vec<FlowResult>> {
     let proxies_stop = Arc::new(AtomicBool::new(false));
-    let mut socks = Vec::new();
-    let mut proxies = Vec::new();
-    let mut until = Duration::ZERO;
+    let mut threads = Vec::new();
     let result = (|| -> Result<Vec<(Tally, Tally)>> {
+        let mut sinks = Vec::new();
+        let mut rxs = Vec::new();
+        let mut until = Duration::ZERO;
         for f in flows {
-            let (src, dst) = (net.node_addr(&f.from)?, net.node_addr(&f.to)?);
-            let (tx, rx) = if f.proxy.is_some() {
-                let rx = bind_in(net, &f.to, Ipv4Addr::LOCALHOST)?;
-                let sink_addr = rx.local_addr().map_err(io("sink address".into()))?;
-                let (app, threads) = start_proxy(net, f, sink_addr, &proxies_stop)?;
-                proxies.push(Some(threads));
-                let tx = bind_in(net, &f.from, Ipv4Addr::LOCALHOST)?;
-                tx.connect(app)
-                    .map_err(io(format!("connect to the ingress {app}")))?;
-                (tx, rx)
-            } else {
-                proxies.push(None);
-                let rx = bind_in(net, &f.to, dst)?;
-                let tx = bind_in(net, &f.from, src)?;
-                let to = rx.local_addr().map_err(io("sink address".into()))?;
-                tx.connect(to).map_err(io(format!("connect to {to}")))?;
-                (tx, rx)
-            };
+            let at = if f.proxy.is_some() { Ipv4Addr::LOCALHOST } else { net.node_addr(&f.to)? };
+            let rx = bind_in(net, &f.to, at)?;
             rx.set_read_timeout(Some(Duration::from_millis(50)))
                 .map_err(io("sink timeout".into()))?;
-            until =
-                until.max(f.rate.duration + drain_time(net, &f.from, &f.to, f.rate.packet_bytes)?);
+            sinks.push(rx.local_addr().map_err(io("sink address".into()))?);
+            rxs.push(rx);
+            until = until.max(f.rate.duration + drain_time(net, &f.from, &f.to, f.rate.packet_bytes)?);
+        }
+        let (apps, t) = start_proxies(net, flows, &sinks, &proxies_stop)?;
+        threads = t;
+        let mut socks = Vec::new();
+        for ((f, rx), (sink_addr, app)) in flows.iter().zip(rxs).zip(sinks.iter().zip(apps)) {
+            let from = if f.proxy.is_some() { Ipv4Addr::LOCALHOST } else { net.node_addr(&f.from)? };
+            let tx = bind_in(net, &f.from, from)?;
+            let to = app.unwrap_or(*sink_addr);
+            tx.connect(to).map_err(io(format!("connect to {to}")))?;
             socks.push((tx, rx));
         }
         let until = until + Duration::from_millis(500);
@@ -219,16 +239,13 @@ pub fn run_flows(net: &Network, flows: &[Flow], stop: &Arc<AtomicBool>) -> Resul
         .ok_or(RealError::Thread("source or sink"))
     })();
     proxies_stop.store(true, Ordering::Relaxed);
-    let mut reports = Vec::new();
-    for p in proxies {
-        reports.push(match p {
-            Some((i, e)) => {
-                let r = i.join().ok().flatten();
-                let _ = e.join();
-                r
+    let mut reports: Vec<Option<IngressReport>> = vec![None; flows.len()];
+    for t in threads {
+        if let Ok((idx, rs)) = t.join() {
+            for (i, r) in idx.into_iter().zip(rs) {
+                reports[i] = r;
             }
-            None => None,
-        });
+        }
     }
     let tallies = result?;
     Ok(tallies
