@@ -11,6 +11,7 @@ mod flow_cmd;
 mod procfs;
 mod query_cmd;
 mod referee_cmd;
+mod select_cmd;
 mod sim_cmd;
 mod soak;
 mod stat_cmd;
@@ -67,6 +68,9 @@ enum Command {
     /// Benchmarks against a running system: `cm bench load` drives a `cmd`
     /// it starts with many clients and flows.
     Bench(bench_load::BenchArgs),
+    /// Pick a transport from requirements and behaviour (TAPS properties,
+    /// the transport-selection paper's §4.1); print the choice and why.
+    Select(select_cmd::SelectArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -90,6 +94,7 @@ fn main() -> std::process::ExitCode {
         Command::Ttcp(a) => ok(ttcp_cmd::run(&a)),
         Command::Soak(a) => soak::run(&a),
         Command::Bench(a) => ok(bench_load::run(&a)),
+        Command::Select(a) => ok(select_cmd::run(&a)),
     };
     match result {
         Ok(code) => code,
