@@ -57,7 +57,7 @@
 //! | 9 | unreliable, preserveMsgBoundaries Prohibit | error [`SelectError::UnreliableStream`] | RFC 9622 §6.2.2 |
 //! | 10 | unreliable, feedback NACK | CC-UDP with ISCC(l=2) | iscc §V-D: loss independent of the number of flows |
 //! | 11 | unreliable, delay target | CC-UDP with TFRC, one-packet queue | RFC 5348 §1 (smooth rate for telephony, streaming); paper §4.3.1 (MAXQ 1) |
-//! | 12 | unreliable, rate steps (layered) | CC-UDP with binomial SQRT | Bansal & Balakrishnan 2001 (paper ref. [7]); paper §4.1 |
+//! | 12 | unreliable, rate steps (layered) | CC-UDP with binomial SQRT | Bansal & Balakrishnan 2001 (paper ref. \[7\]); paper §4.1 |
 //! | 13 | unreliable, rate bounds | CC-UDP with binomial IIAD | Bansal & Balakrishnan 2001; paper §4.1 |
 //! | 14 | unreliable, application-limited with a target rate | CC-UDP with TFRC | RFC 5348 §1 |
 //! | 15 | unreliable, greedy | CC-UDP with AIMD | sigcomm1999 §4.1, RFC 5681; paper §2.1 |

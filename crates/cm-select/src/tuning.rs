@@ -16,7 +16,8 @@
 //! ```
 //!
 //! which gives 160 bytes, the classic 20 ms G.711 frame, for 64 kbit/s and
-//! 150 ms. A target that leaves less than [`MIN_PAYLOAD`] is impossible
+//! 150 ms (`cm select --profile datagram --delay-ms 150 --rate 64k` prints
+//! it). A target that leaves less than [`MIN_PAYLOAD`] is impossible
 //! (the 44 bytes of IP, UDP and CC-UDP headers would dominate), not
 //! rounded up.
 //!

@@ -129,3 +129,60 @@ pub fn run(a: &SelectArgs) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: SelectArgs,
+    }
+
+    fn choose(args: &[&str]) -> Result<cm_select::Choice> {
+        let cli = Cli::try_parse_from(std::iter::once("select").chain(args.iter().copied()))?;
+        Ok(select(&requirements(&cli.a)?)?)
+    }
+
+    #[test]
+    fn flags_reach_the_selection() {
+        let c = choose(&[
+            "--profile",
+            "datagram",
+            "--delay-ms",
+            "150",
+            "--rate",
+            "64k",
+            "--behaviour",
+            "app-limited",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            c.summary(),
+            "transport=ccudp controller=tfrc:s=176 packet=160 queue=1p"
+        );
+        let c = choose(&["--profile", "datagram", "--steps", "32k,64k,128k"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.controller, Some(cm_select::Controller::Sqrt));
+    }
+
+    #[test]
+    fn bad_flags_are_errors() {
+        for bad in [
+            &["--reliability", "maybe"][..],
+            &["--rate", "fast"],
+            &[
+                "--reliability",
+                "require",
+                "--congestion-control",
+                "prohibit",
+            ],
+            &["--steps", "1k", "--bounds", "1k..2k"],
+        ] {
+            assert!(choose(bad).is_err(), "{bad:?}");
+        }
+    }
+}
