@@ -25,6 +25,14 @@ fn cc_udp_voice_moves_messages_and_reports_qos() {
     let client = Preconnection::new(req, addr).unwrap();
     let mut a = client.initiate().unwrap();
     assert_eq!(a.choice().transport, Transport::CcUdp);
+    // The chosen controller runs on the flow's macroflow.
+    let stat = a.cc_udp_socket().unwrap().cm().borrow_mut().stat().unwrap();
+    let names: Vec<&str> = stat
+        .macroflows
+        .iter()
+        .map(|m| m.controller.as_str())
+        .collect();
+    assert_eq!(names, ["tfrc"]);
     a.send(b"first").unwrap();
     assert!(a.flush(Duration::from_secs(5)).unwrap());
 

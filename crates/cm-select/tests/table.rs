@@ -241,3 +241,18 @@ fn bad_text_is_an_error() {
         assert!(bad.parse::<Requirements>().is_err(), "{bad}");
     }
 }
+
+#[test]
+fn every_controller_spec_parses() {
+    for (c, text) in [
+        (Aimd, "aimd"),
+        (Tfrc, "tfrc"),
+        (Iscc, "iscc:l=2"),
+        (Sqrt, "binomial:k=0.5,l=0.5"),
+        (Iiad, "binomial:k=1,l=0"),
+    ] {
+        let cfg = c.config(160).unwrap();
+        assert!(cfg.validate().is_ok(), "{c}");
+        assert!(cfg.to_string().starts_with(text), "{c}: {cfg}");
+    }
+}
