@@ -329,6 +329,21 @@ int cm_set_reply_timeout(int ms);
 /** A static description of an error code (negative or positive). */
 const char *cm_strerror(int code);
 
+/* ---- transport selection (modern addition; docs/select.md) -------------- */
+
+/** Pick a transport for the requirements, cm-select's text form of
+ *  whitespace-separated key=value tokens, e.g. "profile=datagram
+ *  delay-ms=150 rate=64k behaviour=app-limited" (TAPS properties,
+ *  RFC 9622 6.2, and the transport-selection paper's behaviour, 4.1).
+ *  Writes the choice's summary ("transport=ccudp controller=tfrc:s=176
+ *  packet=160 queue=1p") into choice and its one-line reason into reason,
+ *  NUL-terminated, truncated to choice_len / reason_len (NULL skips one).
+ *  Returns 0; -EINVAL for text that does not parse and -ENOPROTOOPT when no
+ *  transport fits (contradictory or impossible requirements), with why in
+ *  reason; -ERANGE when a result was truncated; -EFAULT for NULL
+ *  requirements. Needs no context and touches none. */
+int cm_select(const char *requirements, char *choice, size_t choice_len, char *reason, size_t reason_len);
+
 /* ---- explicit contexts (modern addition) --------------------------------- */
 
 /** A new context (daemon if running, else embedded) into *out. */

@@ -36,6 +36,7 @@ mod explicit_ctx;
 mod guard;
 mod implicit_ctx;
 mod poll;
+mod select;
 
 use std::ffi::c_int;
 use std::net::UdpSocket;

@@ -12,6 +12,7 @@ mod procfs;
 mod proxy_cmd;
 mod query_cmd;
 mod referee_cmd;
+mod select_cmd;
 mod sim_cmd;
 mod soak;
 mod stat_cmd;
@@ -79,6 +80,9 @@ enum Command {
     /// The receiver CM for `cm wrap` senders: count arriving UDP datagrams
     /// and answer probes (root).
     Receiver(wrap_cmd::ReceiverArgs),
+    /// Pick a transport from requirements and behaviour (TAPS properties,
+    /// the transport-selection paper's §4.1); print the choice and why.
+    Select(select_cmd::SelectArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -105,6 +109,7 @@ fn main() -> std::process::ExitCode {
         Command::Wrap(a) => ok(wrap_cmd::run(&a)),
         Command::Proxy(a) => ok(proxy_cmd::run(&a)),
         Command::Receiver(a) => ok(wrap_cmd::run_receiver(&a)),
+        Command::Select(a) => ok(select_cmd::run(&a)),
     };
     match result {
         Ok(code) => code,

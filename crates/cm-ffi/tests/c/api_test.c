@@ -639,6 +639,27 @@ static void threads_section(void) {
     EXPECT_OK(cm_fini());
 }
 
+/* cm_select: the selection middleware's choice and reason, and its errors. */
+static void select_checks(void) {
+    char choice[128], reason[512];
+    EXPECT_OK(cm_select("profile=datagram delay-ms=150 rate=64k behaviour=app-limited", choice,
+                        sizeof choice, reason, sizeof reason));
+    EXPECT(strcmp(choice, "transport=ccudp controller=tfrc:s=176 packet=160 queue=1p") == 0);
+    EXPECT(strstr(reason, "CC-UDP with TFRC, 160-byte packets, queue 1") == reason);
+    EXPECT_OK(cm_select("", choice, sizeof choice, NULL, 0));
+    EXPECT(strcmp(choice, "transport=tcp queue=default") == 0);
+    EXPECT_EQ(cm_select("reliability=prohibit preserve-order=prohibit "
+                        "preserve-msg-boundaries=prohibit congestion-control=prohibit",
+                        choice, sizeof choice, reason, sizeof reason),
+              -ENOPROTOOPT);
+    EXPECT(strstr(reason, "all Prohibited") != NULL);
+    EXPECT_EQ(cm_select("reliability=maybe", choice, sizeof choice, reason, sizeof reason), -EINVAL);
+    EXPECT(strstr(reason, "not a preference") != NULL);
+    EXPECT_EQ(cm_select(NULL, choice, sizeof choice, reason, sizeof reason), -EFAULT);
+    EXPECT_EQ(cm_select("profile=datagram", choice, 8, reason, sizeof reason), -ERANGE);
+    EXPECT(strlen(choice) == 7);
+}
+
 int main(int argc, char **argv) {
     daemon_mode = argc > 1 && strcmp(argv[1], "daemon") == 0;
     const char *sock = getenv("CM_SOCKET");
@@ -647,6 +668,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     strerror_checks();
+    select_checks();
     implicit_context(sock);
     explicit_contexts(sock);
     threads_section();
