@@ -117,8 +117,10 @@ fn setup<T>(what: impl Into<String>, r: io::Result<T>) -> Result<T, ProxyError> 
     })
 }
 
-fn wait(fds: &[BorrowedFd<'_>], timeout: StdDuration) {
-    let t = timeout.min(StdDuration::from_millis(200));
+/// Wait for one of `fds`, at most `timeout`, 200 ms, or until `until`.
+fn wait(fds: &[BorrowedFd<'_>], timeout: StdDuration, until: Option<StdInstant>) {
+    let left = until.map_or(timeout, |u| u.saturating_duration_since(StdInstant::now()));
+    let t = timeout.min(left).min(StdDuration::from_millis(200));
     let ts = Timespec {
         tv_sec: t.as_secs() as i64,
         tv_nsec: i64::from(t.subsec_nanos()),
@@ -179,8 +181,9 @@ impl Ingress {
         self.app.local_addr()
     }
 
+    /// Nothing of this channel waits in the CM's send queue.
     fn cm_idle(&self) -> bool {
-        self.cc.stats().queued == 0
+        self.cc.stats().queued_bytes == 0
     }
 
     /// One round: take the application's datagrams, feed the CM, relay
@@ -247,7 +250,7 @@ impl Ingress {
             let cm_fd = cm.pollable_fd().ok();
             let mut fds = vec![self.app.as_fd(), self.cc.as_fd()];
             fds.extend(cm_fd);
-            wait(&fds, t);
+            wait(&fds, t, until);
         }
         Ok(())
     }
@@ -255,7 +258,10 @@ impl Ingress {
     /// The descriptors whose readiness means work, and how long to wait
     /// at most before [`Ingress::step`] has work anyway.
     fn wake(&mut self) -> Result<StdDuration, ProxyError> {
-        let t = self.cc.next_timeout()?.unwrap_or(StdDuration::from_millis(200));
+        let t = self
+            .cc
+            .next_timeout()?
+            .unwrap_or(StdDuration::from_millis(200));
         Ok(if self.queue.is_empty() {
             t
         } else {
@@ -265,7 +271,12 @@ impl Ingress {
 
     /// Relay several ingresses that share one CM (one thread, so their
     /// flows to one host share its macroflow) until `stop` or `until`.
-    pub fn run_all(all: &mut [Ingress], cm: &SharedCm, stop: &AtomicBool, until: Option<StdInstant>) -> Result<(), ProxyError> {
+    pub fn run_all(
+        all: &mut [Ingress],
+        cm: &SharedCm,
+        stop: &AtomicBool,
+        until: Option<StdInstant>,
+    ) -> Result<(), ProxyError> {
         while !stop.load(Ordering::Relaxed) && until.is_none_or(|u| StdInstant::now() < u) {
             let mut t = StdDuration::from_millis(200);
             for i in all.iter_mut() {
@@ -274,9 +285,12 @@ impl Ingress {
             }
             let mut c = cm.borrow_mut();
             let cm_fd = c.pollable_fd().ok();
-            let mut fds: Vec<BorrowedFd<'_>> = all.iter().flat_map(|i| [i.app.as_fd(), i.cc.as_fd()]).collect();
+            let mut fds: Vec<BorrowedFd<'_>> = all
+                .iter()
+                .flat_map(|i| [i.app.as_fd(), i.cc.as_fd()])
+                .collect();
             fds.extend(cm_fd);
-            wait(&fds, t);
+            wait(&fds, t, until);
         }
         Ok(())
     }
@@ -420,7 +434,7 @@ impl Egress {
             let cm_fd = cm.pollable_fd().ok();
             let mut fds = self.fds();
             fds.extend(cm_fd);
-            wait(&fds, t);
+            wait(&fds, t, until);
         }
         Ok(())
     }
@@ -444,7 +458,12 @@ impl Egress {
 
     /// Relay several egresses that share one CM (one thread) until `stop`
     /// or `until`.
-    pub fn run_all(all: &mut [Egress], cm: &SharedCm, stop: &AtomicBool, until: Option<StdInstant>) -> Result<(), ProxyError> {
+    pub fn run_all(
+        all: &mut [Egress],
+        cm: &SharedCm,
+        stop: &AtomicBool,
+        until: Option<StdInstant>,
+    ) -> Result<(), ProxyError> {
         while !stop.load(Ordering::Relaxed) && until.is_none_or(|u| StdInstant::now() < u) {
             let mut t = StdDuration::from_millis(200);
             for e in all.iter_mut() {
@@ -455,7 +474,7 @@ impl Egress {
             let cm_fd = c.pollable_fd().ok();
             let mut fds: Vec<BorrowedFd<'_>> = all.iter().flat_map(Egress::fds).collect();
             fds.extend(cm_fd);
-            wait(&fds, t);
+            wait(&fds, t, until);
         }
         Ok(())
     }

@@ -147,3 +147,85 @@ fn garbage_and_a_vanished_peer_are_survived() {
     assert_eq!(r.offered, 2020);
     assert!(r.dropped_at_proxy > 1500, "{r:?}");
 }
+
+/// Several ingresses on one CM (one thread: their flows to one host share a
+/// macroflow) and several egresses on another: every flow gets through at
+/// its modest rate, none is starved by the others.
+#[test]
+fn proxies_sharing_one_cm_all_deliver() {
+    const N: usize = 4;
+    let dests: Vec<UdpSocket> = (0..N)
+        .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let deliver: Vec<SocketAddr> = dests.iter().map(|d| d.local_addr().unwrap()).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stop_e = Arc::clone(&stop);
+    let eh = std::thread::spawn(move || {
+        let cm = cm();
+        let mut all: Vec<Egress> = deliver
+            .iter()
+            .map(|d| {
+                let cfg = EgressConfig {
+                    listen: "127.0.0.1:0".parse().unwrap(),
+                    deliver: *d,
+                };
+                Egress::bind(&cm, &cfg).unwrap()
+            })
+            .collect();
+        tx.send(
+            all.iter()
+                .map(|e| e.local_addr().unwrap())
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        Egress::run_all(
+            &mut all,
+            &cm,
+            &stop_e,
+            Some(Instant::now() + Duration::from_secs(30)),
+        )
+        .unwrap();
+        all.iter().map(Egress::report).collect::<Vec<_>>()
+    });
+    let egresses: Vec<SocketAddr> = rx.recv().unwrap();
+    let cm = cm();
+    let mut ings: Vec<Ingress> = egresses
+        .iter()
+        .map(|e| Ingress::bind(&cm, &ingress_cfg(*e)).unwrap())
+        .collect();
+    let apps: Vec<UdpSocket> = ings
+        .iter()
+        .map(|i| {
+            let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+            a.connect(i.local_addr().unwrap()).unwrap();
+            a
+        })
+        .collect();
+    // 100 datagrams of 92 bytes a second per flow, for 3 s.
+    let t0 = Instant::now();
+    for k in 0..300u32 {
+        for a in &apps {
+            a.send(&[k as u8; 92]).unwrap();
+        }
+        let next = t0 + Duration::from_millis(10 * u64::from(k + 1));
+        Ingress::run_all(&mut ings, &cm, &AtomicBool::new(false), Some(next)).unwrap();
+    }
+    Ingress::run_all(
+        &mut ings,
+        &cm,
+        &AtomicBool::new(false),
+        Some(Instant::now() + Duration::from_millis(500)),
+    )
+    .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let ers = eh.join().unwrap();
+    let irs: Vec<_> = ings.iter().map(Ingress::report).collect();
+    eprintln!("{irs:#?}\n{ers:#?}");
+    for (i, e) in irs.iter().zip(&ers) {
+        assert_eq!(i.offered, 300);
+        assert!(e.delivered >= 270, "a flow starved: {i:?} {e:?}");
+    }
+    // One macroflow for the four (same destination host).
+    assert_eq!(cm.borrow_mut().stat().unwrap().macroflows.len(), 1);
+}

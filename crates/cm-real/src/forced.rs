@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 
 use cm_core::controller::ControllerConfig;
 use cm_force::proxy::{Egress, EgressConfig, Ingress, IngressConfig, IngressReport};
-use libcm::ccudp::SharedCm;
 use cm_netem::Network;
 use cm_transport::maxq::Overflow;
+use libcm::ccudp::SharedCm;
 use serde::Serialize;
 
 use crate::collapse::{CollapseConfig, HEADERS, Tally, drain_time, io, sink, source};
@@ -102,31 +102,55 @@ fn start_proxies(
     flows: &[Flow],
     sinks: &[SocketAddr],
     stop: &Arc<AtomicBool>,
-) -> Result<(Vec<Option<SocketAddr>>, Vec<std::thread::JoinHandle<(Vec<usize>, Reports)>>)> {
+) -> Result<(
+    Vec<Option<SocketAddr>>,
+    Vec<std::thread::JoinHandle<(Vec<usize>, Reports)>>,
+)> {
     let mut threads = Vec::new();
     let mut egress_addr = vec![None; flows.len()];
     let nodes = |pick: &dyn Fn(&Flow) -> &str| {
-        let mut v: Vec<String> = flows.iter().filter(|f| f.proxy.is_some()).map(|f| pick(f).to_owned()).collect();
+        let mut v: Vec<String> = flows
+            .iter()
+            .filter(|f| f.proxy.is_some())
+            .map(|f| pick(f).to_owned())
+            .collect();
         v.sort();
         v.dedup();
         v
     };
     for node in nodes(&|f| &f.to) {
-        let idx: Vec<usize> = (0..flows.len()).filter(|&i| flows[i].proxy.is_some() && flows[i].to == node).collect();
+        let idx: Vec<usize> = (0..flows.len())
+            .filter(|&i| flows[i].proxy.is_some() && flows[i].to == node)
+            .collect();
         let listen = SocketAddr::from((net.node_addr(&node)?, 0));
-        let cfgs: Vec<EgressConfig> = idx.iter().map(|&i| EgressConfig { listen, deliver: sinks[i] }).collect();
+        let cfgs: Vec<EgressConfig> = idx
+            .iter()
+            .map(|&i| EgressConfig {
+                listen,
+                deliver: sinks[i],
+            })
+            .collect();
         let (tx, rx) = mpsc::channel::<std::result::Result<Vec<SocketAddr>, String>>();
         let stop = Arc::clone(stop);
         let idx2 = idx.clone();
         threads.push(net.spawn_in(&node, move || {
             let setup = || -> std::result::Result<(SharedCm, Vec<Egress>), String> {
-                let cm = Rc::new(RefCell::new(libcm::Cm::embedded(libcm::Config::default()).map_err(|e| e.to_string())?));
-                let all = cfgs.iter().map(|c| Egress::bind(&cm, c).map_err(|e| e.to_string())).collect::<std::result::Result<Vec<_>, _>>()?;
+                let cm = Rc::new(RefCell::new(
+                    libcm::Cm::embedded(libcm::Config::default()).map_err(|e| e.to_string())?,
+                ));
+                let all = cfgs
+                    .iter()
+                    .map(|c| Egress::bind(&cm, c).map_err(|e| e.to_string()))
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
                 Ok((cm, all))
             };
             match setup() {
                 Ok((cm, mut all)) => {
-                    let _ = tx.send(all.iter().map(|e| e.local_addr().map_err(|x| x.to_string())).collect());
+                    let _ = tx.send(
+                        all.iter()
+                            .map(|e| e.local_addr().map_err(|x| x.to_string()))
+                            .collect(),
+                    );
                     let _ = Egress::run_all(&mut all, &cm, &stop, None);
                 }
                 Err(e) => {
@@ -145,11 +169,15 @@ fn start_proxies(
     }
     let mut app = vec![None; flows.len()];
     for node in nodes(&|f| &f.from) {
-        let idx: Vec<usize> = (0..flows.len()).filter(|&i| flows[i].proxy.is_some() && flows[i].from == node).collect();
+        let idx: Vec<usize> = (0..flows.len())
+            .filter(|&i| flows[i].proxy.is_some() && flows[i].from == node)
+            .collect();
         let mut cfgs = Vec::new();
         for &i in &idx {
             let (Some(p), Some(egress)) = (flows[i].proxy.clone(), egress_addr[i]) else {
-                return Err(RealError::Program("a proxied flow without an egress".into()));
+                return Err(RealError::Program(
+                    "a proxied flow without an egress".into(),
+                ));
             };
             cfgs.push(IngressConfig {
                 listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
@@ -164,13 +192,22 @@ fn start_proxies(
         let idx2 = idx.clone();
         threads.push(net.spawn_in(&node, move || {
             let setup = || -> std::result::Result<(SharedCm, Vec<Ingress>), String> {
-                let cm = Rc::new(RefCell::new(libcm::Cm::embedded(libcm::Config::default()).map_err(|e| e.to_string())?));
-                let all = cfgs.iter().map(|c| Ingress::bind(&cm, c).map_err(|e| e.to_string())).collect::<std::result::Result<Vec<_>, _>>()?;
+                let cm = Rc::new(RefCell::new(
+                    libcm::Cm::embedded(libcm::Config::default()).map_err(|e| e.to_string())?,
+                ));
+                let all = cfgs
+                    .iter()
+                    .map(|c| Ingress::bind(&cm, c).map_err(|e| e.to_string()))
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
                 Ok((cm, all))
             };
             match setup() {
                 Ok((cm, mut all)) => {
-                    let _ = tx.send(all.iter().map(|e| e.local_addr().map_err(|x| x.to_string())).collect());
+                    let _ = tx.send(
+                        all.iter()
+                            .map(|e| e.local_addr().map_err(|x| x.to_string()))
+                            .collect(),
+                    );
                     let _ = Ingress::run_all(&mut all, &cm, &stop, None);
                     (idx2, all.iter().map(|i| Some(i.report())).collect())
                 }
@@ -201,19 +238,28 @@ pub fn run_flows(net: &Network, flows: &[Flow], stop: &Arc<AtomicBool>) -> Resul
         let mut rxs = Vec::new();
         let mut until = Duration::ZERO;
         for f in flows {
-            let at = if f.proxy.is_some() { Ipv4Addr::LOCALHOST } else { net.node_addr(&f.to)? };
+            let at = if f.proxy.is_some() {
+                Ipv4Addr::LOCALHOST
+            } else {
+                net.node_addr(&f.to)?
+            };
             let rx = bind_in(net, &f.to, at)?;
             rx.set_read_timeout(Some(Duration::from_millis(50)))
                 .map_err(io("sink timeout".into()))?;
             sinks.push(rx.local_addr().map_err(io("sink address".into()))?);
             rxs.push(rx);
-            until = until.max(f.rate.duration + drain_time(net, &f.from, &f.to, f.rate.packet_bytes)?);
+            until =
+                until.max(f.rate.duration + drain_time(net, &f.from, &f.to, f.rate.packet_bytes)?);
         }
         let (apps, t) = start_proxies(net, flows, &sinks, &proxies_stop)?;
         threads = t;
         let mut socks = Vec::new();
         for ((f, rx), (sink_addr, app)) in flows.iter().zip(rxs).zip(sinks.iter().zip(apps)) {
-            let from = if f.proxy.is_some() { Ipv4Addr::LOCALHOST } else { net.node_addr(&f.from)? };
+            let from = if f.proxy.is_some() {
+                Ipv4Addr::LOCALHOST
+            } else {
+                net.node_addr(&f.from)?
+            };
             let tx = bind_in(net, &f.from, from)?;
             let to = app.unwrap_or(*sink_addr);
             tx.connect(to).map_err(io(format!("connect to {to}")))?;
