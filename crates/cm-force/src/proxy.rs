@@ -158,6 +158,9 @@ impl Ingress {
             "[::]:0".parse().map_err(|_| io::Error::other("address"))?
         };
         let mut cc = setup("opening the channel", CcUdpSocket::bind(cm, any))?;
+        // Feedback is the egress's acknowledgements (the paper's proxy
+        // pair), not the CM protocol's probes: see docs/middleware.md.
+        cc.set_cm_protocol(false);
         setup(
             format!("connecting to {}", cfg.egress),
             cc.connect(cfg.egress),
