@@ -132,6 +132,40 @@ fn wait(fds: &[BorrowedFd<'_>], timeout: StdDuration, until: Option<StdInstant>)
     let _ = poll(&mut p, Some(&ts));
 }
 
+/// One end of the relay, as its event loop sees it.
+pub trait Relay {
+    /// One round of work; never blocks.
+    fn step(&mut self) -> Result<(), ProxyError>;
+    /// How long the loop may sleep before [`Relay::step`] has work that
+    /// no descriptor announces.
+    fn wake(&mut self) -> Result<StdDuration, ProxyError>;
+    /// The descriptors whose readiness means work.
+    fn fds(&self) -> Vec<BorrowedFd<'_>>;
+}
+
+/// Relay `all` (ends sharing the CM `cm`, on this thread, so their flows
+/// to one host share its macroflow) until `stop` is set or `until` passes.
+pub fn run_all<R: Relay>(
+    all: &mut [R],
+    cm: &SharedCm,
+    stop: &AtomicBool,
+    until: Option<StdInstant>,
+) -> Result<(), ProxyError> {
+    while !stop.load(Ordering::Relaxed) && until.is_none_or(|u| StdInstant::now() < u) {
+        let mut t = StdDuration::from_millis(200);
+        for r in all.iter_mut() {
+            r.step()?;
+            t = t.min(r.wake()?);
+        }
+        let mut c = cm.borrow_mut();
+        let cm_fd = c.pollable_fd().ok();
+        let mut fds: Vec<BorrowedFd<'_>> = all.iter().flat_map(|r| r.fds()).collect();
+        fds.extend(cm_fd);
+        wait(&fds, t, until);
+    }
+    Ok(())
+}
+
 /// The ingress end.
 pub struct Ingress {
     app: UdpSocket,
@@ -238,64 +272,8 @@ impl Ingress {
 
     /// Relay until `stop` is set or `until` passes.
     pub fn run(&mut self, stop: &AtomicBool, until: Option<StdInstant>) -> Result<(), ProxyError> {
-        while !stop.load(Ordering::Relaxed) && until.is_none_or(|u| StdInstant::now() < u) {
-            self.step()?;
-            let t = self
-                .cc
-                .next_timeout()?
-                .unwrap_or(StdDuration::from_millis(200));
-            let t = if self.queue.is_empty() {
-                t
-            } else {
-                t.min(StdDuration::from_millis(1))
-            };
-            let mut cm = self.cm.borrow_mut();
-            let cm_fd = cm.pollable_fd().ok();
-            let mut fds = vec![self.app.as_fd(), self.cc.as_fd()];
-            fds.extend(cm_fd);
-            wait(&fds, t, until);
-        }
-        Ok(())
-    }
-
-    /// The descriptors whose readiness means work, and how long to wait
-    /// at most before [`Ingress::step`] has work anyway.
-    fn wake(&mut self) -> Result<StdDuration, ProxyError> {
-        let t = self
-            .cc
-            .next_timeout()?
-            .unwrap_or(StdDuration::from_millis(200));
-        Ok(if self.queue.is_empty() {
-            t
-        } else {
-            t.min(StdDuration::from_millis(1))
-        })
-    }
-
-    /// Relay several ingresses that share one CM (one thread, so their
-    /// flows to one host share its macroflow) until `stop` or `until`.
-    pub fn run_all(
-        all: &mut [Ingress],
-        cm: &SharedCm,
-        stop: &AtomicBool,
-        until: Option<StdInstant>,
-    ) -> Result<(), ProxyError> {
-        while !stop.load(Ordering::Relaxed) && until.is_none_or(|u| StdInstant::now() < u) {
-            let mut t = StdDuration::from_millis(200);
-            for i in all.iter_mut() {
-                i.step()?;
-                t = t.min(i.wake()?);
-            }
-            let mut c = cm.borrow_mut();
-            let cm_fd = c.pollable_fd().ok();
-            let mut fds: Vec<BorrowedFd<'_>> = all
-                .iter()
-                .flat_map(|i| [i.app.as_fd(), i.cc.as_fd()])
-                .collect();
-            fds.extend(cm_fd);
-            wait(&fds, t, until);
-        }
-        Ok(())
+        let cm = SharedCm::clone(&self.cm);
+        run_all(std::slice::from_mut(self), &cm, stop, until)
     }
 
     /// What it has done so far.
@@ -313,6 +291,29 @@ impl Ingress {
             replies: self.replies,
             app: self.app_addr.map(|a| a.to_string()),
         }
+    }
+}
+
+impl Relay for Ingress {
+    fn step(&mut self) -> Result<(), ProxyError> {
+        Ingress::step(self)
+    }
+
+    fn wake(&mut self) -> Result<StdDuration, ProxyError> {
+        let t = self
+            .cc
+            .next_timeout()?
+            .unwrap_or(StdDuration::from_millis(200));
+        // A datagram waiting for the CM: look again soon.
+        Ok(if self.queue.is_empty() {
+            t
+        } else {
+            t.min(StdDuration::from_millis(1))
+        })
+    }
+
+    fn fds(&self) -> Vec<BorrowedFd<'_>> {
+        vec![self.app.as_fd(), self.cc.as_fd()]
     }
 }
 
@@ -430,16 +431,24 @@ impl Egress {
 
     /// Relay until `stop` is set or `until` passes.
     pub fn run(&mut self, stop: &AtomicBool, until: Option<StdInstant>) -> Result<(), ProxyError> {
-        while !stop.load(Ordering::Relaxed) && until.is_none_or(|u| StdInstant::now() < u) {
-            self.step()?;
-            let t = self.wake()?;
-            let mut cm = self.cm.borrow_mut();
-            let cm_fd = cm.pollable_fd().ok();
-            let mut fds = self.fds();
-            fds.extend(cm_fd);
-            wait(&fds, t, until);
-        }
-        Ok(())
+        let cm = SharedCm::clone(&self.cm);
+        run_all(std::slice::from_mut(self), &cm, stop, until)
+    }
+
+    /// What it has done so far.
+    pub fn report(&self) -> EgressReport {
+        self.report.clone()
+    }
+
+    /// The destination.
+    pub fn destination(&self) -> SocketAddr {
+        self.deliver
+    }
+}
+
+impl Relay for Egress {
+    fn step(&mut self) -> Result<(), ProxyError> {
+        Egress::step(self)
     }
 
     fn wake(&mut self) -> Result<StdDuration, ProxyError> {
@@ -457,38 +466,5 @@ impl Egress {
             (None, None) => {}
         }
         fds
-    }
-
-    /// Relay several egresses that share one CM (one thread) until `stop`
-    /// or `until`.
-    pub fn run_all(
-        all: &mut [Egress],
-        cm: &SharedCm,
-        stop: &AtomicBool,
-        until: Option<StdInstant>,
-    ) -> Result<(), ProxyError> {
-        while !stop.load(Ordering::Relaxed) && until.is_none_or(|u| StdInstant::now() < u) {
-            let mut t = StdDuration::from_millis(200);
-            for e in all.iter_mut() {
-                e.step()?;
-                t = t.min(e.wake()?);
-            }
-            let mut c = cm.borrow_mut();
-            let cm_fd = c.pollable_fd().ok();
-            let mut fds: Vec<BorrowedFd<'_>> = all.iter().flat_map(Egress::fds).collect();
-            fds.extend(cm_fd);
-            wait(&fds, t, until);
-        }
-        Ok(())
-    }
-
-    /// What it has done so far.
-    pub fn report(&self) -> EgressReport {
-        self.report.clone()
-    }
-
-    /// The destination.
-    pub fn destination(&self) -> SocketAddr {
-        self.deliver
     }
 }

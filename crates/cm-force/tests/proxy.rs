@@ -179,7 +179,7 @@ fn proxies_sharing_one_cm_all_deliver() {
                 .collect::<Vec<_>>(),
         )
         .unwrap();
-        Egress::run_all(
+        cm_force::proxy::run_all(
             &mut all,
             &cm,
             &stop_e,
@@ -209,9 +209,9 @@ fn proxies_sharing_one_cm_all_deliver() {
             a.send(&[k as u8; 92]).unwrap();
         }
         let next = t0 + Duration::from_millis(10 * u64::from(k + 1));
-        Ingress::run_all(&mut ings, &cm, &AtomicBool::new(false), Some(next)).unwrap();
+        cm_force::proxy::run_all(&mut ings, &cm, &AtomicBool::new(false), Some(next)).unwrap();
     }
-    Ingress::run_all(
+    cm_force::proxy::run_all(
         &mut ings,
         &cm,
         &AtomicBool::new(false),

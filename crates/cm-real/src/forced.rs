@@ -21,7 +21,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use cm_core::controller::ControllerConfig;
-use cm_force::proxy::{Egress, EgressConfig, Ingress, IngressConfig, IngressReport};
+use cm_force::proxy::{
+    Egress, EgressConfig, Ingress, IngressConfig, IngressReport, Relay, run_all,
+};
 use cm_netem::Network;
 use cm_transport::maxq::Overflow;
 use libcm::ccudp::SharedCm;
@@ -91,86 +93,128 @@ fn bind_in(net: &Network, node: &str, addr: Ipv4Addr) -> Result<UdpSocket> {
 }
 
 type Reports = Vec<Option<IngressReport>>;
+type Group = std::thread::JoinHandle<(Vec<usize>, Reports)>;
+
+/// One end of a set of proxy pairs: how to bind it, where it listens and
+/// what it reports.
+trait End: Relay + Sized + 'static {
+    type Config: Send + 'static;
+    fn bind(cm: &SharedCm, cfg: &Self::Config) -> std::result::Result<Self, String>;
+    fn addr(&self) -> std::result::Result<SocketAddr, String>;
+    fn report(&self) -> Option<IngressReport>;
+}
+
+impl End for Egress {
+    type Config = EgressConfig;
+    fn bind(cm: &SharedCm, cfg: &EgressConfig) -> std::result::Result<Self, String> {
+        Egress::bind(cm, cfg).map_err(|e| e.to_string())
+    }
+    fn addr(&self) -> std::result::Result<SocketAddr, String> {
+        self.local_addr().map_err(|e| e.to_string())
+    }
+    fn report(&self) -> Option<IngressReport> {
+        None
+    }
+}
+
+impl End for Ingress {
+    type Config = IngressConfig;
+    fn bind(cm: &SharedCm, cfg: &IngressConfig) -> std::result::Result<Self, String> {
+        Ingress::bind(cm, cfg).map_err(|e| e.to_string())
+    }
+    fn addr(&self) -> std::result::Result<SocketAddr, String> {
+        self.local_addr().map_err(|e| e.to_string())
+    }
+    fn report(&self) -> Option<IngressReport> {
+        Some(Ingress::report(self))
+    }
+}
+
+/// One thread in `node`'s namespace with one CM running the ends `cfgs`
+/// (the flows `idx`): their addresses, and the thread, which returns the
+/// flows' reports when `stop` is set.
+fn spawn_group<E: End>(
+    net: &Network,
+    node: &str,
+    idx: Vec<usize>,
+    cfgs: Vec<E::Config>,
+    stop: &Arc<AtomicBool>,
+) -> Result<(Vec<SocketAddr>, Group)> {
+    let (tx, rx) = mpsc::channel::<std::result::Result<Vec<SocketAddr>, String>>();
+    let stop = Arc::clone(stop);
+    let h = net.spawn_in(node, move || {
+        let setup = || -> std::result::Result<(SharedCm, Vec<E>), String> {
+            let cm = libcm::Cm::embedded(libcm::Config::default()).map_err(|e| e.to_string())?;
+            let cm = Rc::new(RefCell::new(cm));
+            let all = cfgs
+                .iter()
+                .map(|c| E::bind(&cm, c))
+                .collect::<std::result::Result<_, _>>()?;
+            Ok((cm, all))
+        };
+        match setup() {
+            Ok((cm, mut all)) => {
+                let _ = tx.send(all.iter().map(E::addr).collect());
+                let _ = run_all(&mut all, &cm, &stop, None);
+                (idx, all.iter().map(E::report).collect())
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                (idx, Vec::new())
+            }
+        }
+    })?;
+    let addrs = rx
+        .recv_timeout(Duration::from_secs(5))
+        .map_err(|_| RealError::Thread("proxy"))?
+        .map_err(|e| RealError::Program(format!("proxy in {node}: {e}")))?;
+    Ok((addrs, h))
+}
 
 /// Start the proxies of `flows` (those with one) into their sinks: one
 /// thread and one CM per node, so a node's proxied flows to one host share
 /// its macroflow (the CM's design). Returns each flow's ingress address
 /// and the threads (ingress threads return the flows' reports).
-#[allow(clippy::type_complexity)]
 fn start_proxies(
     net: &Network,
     flows: &[Flow],
     sinks: &[SocketAddr],
     stop: &Arc<AtomicBool>,
-) -> Result<(
-    Vec<Option<SocketAddr>>,
-    Vec<std::thread::JoinHandle<(Vec<usize>, Reports)>>,
-)> {
-    let mut threads = Vec::new();
-    let mut egress_addr = vec![None; flows.len()];
-    let nodes = |pick: &dyn Fn(&Flow) -> &str| {
-        let mut v: Vec<String> = flows
-            .iter()
-            .filter(|f| f.proxy.is_some())
-            .map(|f| pick(f).to_owned())
+) -> Result<(Vec<Option<SocketAddr>>, Vec<Group>)> {
+    let proxied = |i: &usize| flows[*i].proxy.is_some();
+    let nodes = |pick: fn(&Flow) -> &str| {
+        let mut v: Vec<String> = (0..flows.len())
+            .filter(proxied)
+            .map(|i| pick(&flows[i]).to_owned())
             .collect();
         v.sort();
         v.dedup();
         v
     };
-    for node in nodes(&|f| &f.to) {
+    let mut threads = Vec::new();
+    let mut egress_addr = vec![None; flows.len()];
+    for node in nodes(|f| &f.to) {
         let idx: Vec<usize> = (0..flows.len())
-            .filter(|&i| flows[i].proxy.is_some() && flows[i].to == node)
+            .filter(|i| proxied(i) && flows[*i].to == node)
             .collect();
         let listen = SocketAddr::from((net.node_addr(&node)?, 0));
-        let cfgs: Vec<EgressConfig> = idx
+        let cfgs = idx
             .iter()
             .map(|&i| EgressConfig {
                 listen,
                 deliver: sinks[i],
             })
             .collect();
-        let (tx, rx) = mpsc::channel::<std::result::Result<Vec<SocketAddr>, String>>();
-        let stop = Arc::clone(stop);
-        let idx2 = idx.clone();
-        threads.push(net.spawn_in(&node, move || {
-            let setup = || -> std::result::Result<(SharedCm, Vec<Egress>), String> {
-                let cm = Rc::new(RefCell::new(
-                    libcm::Cm::embedded(libcm::Config::default()).map_err(|e| e.to_string())?,
-                ));
-                let all = cfgs
-                    .iter()
-                    .map(|c| Egress::bind(&cm, c).map_err(|e| e.to_string()))
-                    .collect::<std::result::Result<Vec<_>, _>>()?;
-                Ok((cm, all))
-            };
-            match setup() {
-                Ok((cm, mut all)) => {
-                    let _ = tx.send(
-                        all.iter()
-                            .map(|e| e.local_addr().map_err(|x| x.to_string()))
-                            .collect(),
-                    );
-                    let _ = Egress::run_all(&mut all, &cm, &stop, None);
-                }
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                }
-            }
-            (idx2, Vec::new())
-        })?);
-        let addrs = rx
-            .recv_timeout(Duration::from_secs(5))
-            .map_err(|_| RealError::Thread("egress"))?
-            .map_err(|e| RealError::Program(format!("egress in {node}: {e}")))?;
+        let (addrs, h) = spawn_group::<Egress>(net, &node, idx.clone(), cfgs, stop)?;
+        threads.push(h);
         for (i, a) in idx.into_iter().zip(addrs) {
             egress_addr[i] = Some(a);
         }
     }
     let mut app = vec![None; flows.len()];
-    for node in nodes(&|f| &f.from) {
+    for node in nodes(|f| &f.from) {
         let idx: Vec<usize> = (0..flows.len())
-            .filter(|&i| flows[i].proxy.is_some() && flows[i].from == node)
+            .filter(|i| proxied(i) && flows[*i].from == node)
             .collect();
         let mut cfgs = Vec::new();
         for &i in &idx {
@@ -187,40 +231,8 @@ fn start_proxies(
                 controller: Some(p.controller),
             });
         }
-        let (tx, rx) = mpsc::channel::<std::result::Result<Vec<SocketAddr>, String>>();
-        let stop = Arc::clone(stop);
-        let idx2 = idx.clone();
-        threads.push(net.spawn_in(&node, move || {
-            let setup = || -> std::result::Result<(SharedCm, Vec<Ingress>), String> {
-                let cm = Rc::new(RefCell::new(
-                    libcm::Cm::embedded(libcm::Config::default()).map_err(|e| e.to_string())?,
-                ));
-                let all = cfgs
-                    .iter()
-                    .map(|c| Ingress::bind(&cm, c).map_err(|e| e.to_string()))
-                    .collect::<std::result::Result<Vec<_>, _>>()?;
-                Ok((cm, all))
-            };
-            match setup() {
-                Ok((cm, mut all)) => {
-                    let _ = tx.send(
-                        all.iter()
-                            .map(|e| e.local_addr().map_err(|x| x.to_string()))
-                            .collect(),
-                    );
-                    let _ = Ingress::run_all(&mut all, &cm, &stop, None);
-                    (idx2, all.iter().map(|i| Some(i.report())).collect())
-                }
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    (idx2, Vec::new())
-                }
-            }
-        })?);
-        let addrs = rx
-            .recv_timeout(Duration::from_secs(5))
-            .map_err(|_| RealError::Thread("ingress"))?
-            .map_err(|e| RealError::Program(format!("ingress in {node}: {e}")))?;
+        let (addrs, h) = spawn_group::<Ingress>(net, &node, idx.clone(), cfgs, stop)?;
+        threads.push(h);
         for (i, a) in idx.into_iter().zip(addrs) {
             app[i] = Some(a);
         }

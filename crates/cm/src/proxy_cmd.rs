@@ -6,12 +6,13 @@ use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use cm_force::proxy::{Egress, EgressConfig, Ingress, IngressConfig};
+use cm_force::proxy::{Egress, EgressConfig, Ingress, IngressConfig, Relay, run_all};
+use libcm::ccudp::SharedCm;
 
 /// `cm proxy`.
 #[derive(Debug, Args)]
@@ -101,25 +102,41 @@ fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-/// Run one end until stopped; print its counts.
-pub fn run(a: &ProxyArgs) -> anyhow::Result<()> {
-    let common = match &a.end {
-        End::Ingress(i) => &i.common,
-        End::Egress(e) => &e.common,
-    };
+/// Relay with `end` until stopped (printing its counts every `every`),
+/// then print them once more.
+fn relay<R: Relay, T: serde::Serialize>(
+    end: &mut R,
+    cm: &SharedCm,
+    common: &Common,
+    report: impl Fn(&R) -> T,
+) -> anyhow::Result<()> {
     let until = positive("secs", common.secs)?.map(|d| Instant::now() + d);
     let every = positive("every", common.every)?;
-    let cm = Rc::new(RefCell::new(libcm::Cm::new().context("opening the CM")?));
     let stop = stop_flag()?;
-    let print = |json: serde_json::Value| -> anyhow::Result<()> {
-        if common.json {
-            println!("{}", serde_json::to_string_pretty(&json)?);
-        } else {
-            println!("{json}");
+    loop {
+        let slice = every.map(|e| Instant::now() + e);
+        let next = match (slice, until) {
+            (Some(s), Some(u)) => Some(s.min(u)),
+            (s, u) => s.or(u),
+        };
+        run_all(std::slice::from_mut(end), cm, &stop, next)?;
+        if stop.load(Ordering::Relaxed) || until.is_some_and(|u| Instant::now() >= u) {
+            break;
         }
-        Ok(())
-    };
-    let slice = |next: Instant| Some(until.map_or(next, |u| u.min(next)));
+        eprintln!("{}", serde_json::to_string(&report(end))?);
+    }
+    let json = serde_json::to_value(report(end))?;
+    if common.json {
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        println!("{json}");
+    }
+    Ok(())
+}
+
+/// Run one end until stopped; print its counts.
+pub fn run(a: &ProxyArgs) -> anyhow::Result<()> {
+    let cm: SharedCm = Rc::new(RefCell::new(libcm::Cm::new().context("opening the CM")?));
     match &a.end {
         End::Ingress(i) => {
             let cfg = IngressConfig {
@@ -130,9 +147,11 @@ pub fn run(a: &ProxyArgs) -> anyhow::Result<()> {
                     n => n,
                 },
                 overflow: match i.drop.parse()? {
-                    cm_transport::maxq::Overflow::Block => bail!(
-                        "--drop block: a proxy cannot block its application; use head or tail"
-                    ),
+                    cm_transport::maxq::Overflow::Block => {
+                        bail!(
+                            "--drop block: a proxy cannot block its application; use head or tail"
+                        )
+                    }
                     o => o,
                 },
                 controller: Some(
@@ -150,17 +169,7 @@ pub fn run(a: &ProxyArgs) -> anyhow::Result<()> {
                 cfg.maxq,
                 cfg.overflow
             );
-            loop {
-                let next = every.map(|e| Instant::now() + e);
-                p.run(&stop, next.map_or(until, slice))?;
-                if stop.load(std::sync::atomic::Ordering::Relaxed)
-                    || until.is_some_and(|u| Instant::now() >= u)
-                {
-                    break;
-                }
-                eprintln!("{}", serde_json::to_string(&p.report())?);
-            }
-            print(serde_json::to_value(p.report())?)
+            relay(&mut p, &cm, &i.common, Ingress::report)
         }
         End::Egress(e) => {
             let cfg = EgressConfig {
@@ -173,17 +182,7 @@ pub fn run(a: &ProxyArgs) -> anyhow::Result<()> {
                 p.local_addr()?,
                 cfg.deliver
             );
-            loop {
-                let next = every.map(|e| Instant::now() + e);
-                p.run(&stop, next.map_or(until, slice))?;
-                if stop.load(std::sync::atomic::Ordering::Relaxed)
-                    || until.is_some_and(|u| Instant::now() >= u)
-                {
-                    break;
-                }
-                eprintln!("{}", serde_json::to_string(&p.report())?);
-            }
-            print(serde_json::to_value(p.report())?)
+            relay(&mut p, &cm, &e.common, Egress::report)
         }
     }
 }
