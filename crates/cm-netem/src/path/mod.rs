@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::PathConfig;
 use crate::delaybox::DelayBox;
-use crate::netns::{self, run};
+use crate::netns;
 
 /// Per-process counter so one process can build several paths.
 static NEXT_ID: AtomicU32 = AtomicU32::new(0);
@@ -247,25 +247,9 @@ impl Path {
             return Ok(());
         }
         inner.torn_down = true;
-        let mut errors = Vec::new();
-        if let Some(mut d) = inner.delay_box.take() {
-            if let Err(e) = d.stop() {
-                errors.push(e.to_string());
-            }
-        }
-        for ns in inner.created.drain(..).rev() {
-            if let Err(e) = run("ip", &["netns", "del", &ns]) {
-                errors.push(e.to_string());
-            }
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(NetemError::Cleanup {
-                what: "tearing down the path",
-                errors,
-            })
-        }
+        let boxes = inner.delay_box.take();
+        let created: Vec<_> = inner.created.drain(..).collect();
+        crate::netns::tear_down(boxes, created, "tearing down the path")
     }
 
     /// Whether [`Path::teardown`] has run.

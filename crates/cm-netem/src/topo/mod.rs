@@ -31,7 +31,7 @@ use std::thread::JoinHandle;
 
 use crate::delaybox::{DelayBox, DelayBoxStats};
 use crate::error::{BuildStep, NetemError, Result};
-use crate::netns::{self, run};
+use crate::netns;
 use crate::path::QdiscStats;
 use plan::Plan;
 
@@ -196,25 +196,9 @@ impl Network {
             return Ok(());
         }
         inner.torn_down = true;
-        let mut errors = Vec::new();
-        for mut b in inner.boxes.drain(..) {
-            if let Err(e) = b.stop() {
-                errors.push(e.to_string());
-            }
-        }
-        for ns in inner.created.drain(..).rev() {
-            if let Err(e) = run("ip", &["netns", "del", &ns]) {
-                errors.push(e.to_string());
-            }
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(NetemError::Cleanup {
-                what: "tearing down the network",
-                errors,
-            })
-        }
+        let boxes: Vec<_> = inner.boxes.drain(..).collect();
+        let created: Vec<_> = inner.created.drain(..).collect();
+        crate::netns::tear_down(boxes, created, "tearing down the network")
     }
 
     /// Whether [`Network::teardown`] has run.
