@@ -21,10 +21,10 @@ use std::fmt;
 use std::net::Ipv4Addr;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, MutexGuard, mpsc};
+use std::sync::{Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-use crate::error::{BuildStep, IoContext, NetemError, Result};
+use crate::error::{BuildStep, NetemError, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::config::PathConfig;
@@ -198,30 +198,7 @@ impl Path {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let file = netns::open_ns(self.ns(node))?;
-        let (tx, rx) = mpsc::channel::<std::io::Result<()>>();
-        let handle = std::thread::Builder::new()
-            .name(format!("cmn-{}", node.suffix()))
-            .spawn(move || {
-                let entered = netns::enter_fd(&file);
-                drop(file);
-                let ok = entered.is_ok();
-                let _ = tx.send(entered);
-                if !ok {
-                    // Never run the closure in the wrong namespace.
-                    std::panic::resume_unwind(Box::new("setns failed"));
-                }
-                f()
-            })
-            .io_context(|| "spawn a thread")?;
-        match rx.recv() {
-            Ok(Ok(())) => Ok(handle),
-            Ok(Err(e)) => {
-                let _ = handle.join();
-                Err(NetemError::io(format!("entering the {node} namespace"), e))
-            }
-            Err(_) => Err(NetemError::Thread(node.to_string())),
-        }
+        netns::spawn_in_ns(self.ns(node), node.suffix(), f)
     }
 
     /// A command that runs `program` in `node`'s namespace (via `ip netns exec`).
