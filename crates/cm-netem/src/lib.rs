@@ -198,6 +198,7 @@ pub mod netns;
 mod path;
 pub mod selftest;
 mod sys;
+mod teardown;
 pub mod topo;
 
 pub use config::{ConfigError, PathConfig, Queue, parse_duration, parse_queue, parse_rate};

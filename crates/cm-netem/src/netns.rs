@@ -201,32 +201,6 @@ pub fn sweep_stale() -> Result<Vec<String>> {
     Ok(deleted)
 }
 
-/// Stop `boxes`, then delete the namespaces `created` (newest first, which
-/// deletes their devices, qdiscs and filters with them). Every step runs
-/// even if one fails; the failures come back together.
-pub(crate) fn tear_down(
-    boxes: impl IntoIterator<Item = crate::delaybox::DelayBox>,
-    created: Vec<String>,
-    what: &'static str,
-) -> Result<()> {
-    let mut errors = Vec::new();
-    for mut b in boxes {
-        if let Err(e) = b.stop() {
-            errors.push(e.to_string());
-        }
-    }
-    for ns in created.into_iter().rev() {
-        if let Err(e) = run("ip", &["netns", "del", &ns]) {
-            errors.push(e.to_string());
-        }
-    }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(NetemError::Cleanup { what, errors })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::owner_pid;

@@ -226,7 +226,7 @@ impl Path {
         inner.torn_down = true;
         let boxes = inner.delay_box.take();
         let created: Vec<_> = inner.created.drain(..).collect();
-        crate::netns::tear_down(boxes, created, "tearing down the path")
+        crate::teardown::tear_down(boxes, created, "tearing down the path")
     }
 
     /// Whether [`Path::teardown`] has run.

@@ -198,7 +198,7 @@ impl Network {
         inner.torn_down = true;
         let boxes: Vec<_> = inner.boxes.drain(..).collect();
         let created: Vec<_> = inner.created.drain(..).collect();
-        crate::netns::tear_down(boxes, created, "tearing down the network")
+        crate::teardown::tear_down(boxes, created, "tearing down the network")
     }
 
     /// Whether [`Network::teardown`] has run.
