@@ -2,7 +2,8 @@
 # Runs the README's short commands as they are written there (each is first
 # looked up verbatim in README.md, so the README cannot drift from what is
 # run): the daemon with `cm flow` and `cm stat`, the CC-UDP example, the C
-# example, `cm demo --help` and one simulated scenario. The demo itself, the
+# example, `cm demo --help`, one simulated scenario, `cm select` and the
+# build of `cm wrap`. The demo itself, the
 # experiments, the benchmarks and the root-only commands have their own
 # steps in scripts/test.sh. Bounded: every command but the daemon has a
 # timeout, and the daemon is stopped on every exit.
@@ -47,4 +48,6 @@ run 'cargo build --release -p cm-ffi'
 run 'cc -I crates/cm-ffi/include crates/cm-ffi/examples/c/alf_sender.c target/release/libcm.a -lpthread -ldl -lm -lgcc_s -o alf_sender && ./alf_sender 400'
 run 'cargo run --release -p cm -- demo --help' >/dev/null
 run 'cargo run --release -p cm -- sim experiments/scenarios/web4-cm.toml' >/dev/null
+run 'cargo run --release -p cm -- select --profile datagram --delay-ms 150 --rate 64k --behaviour app-limited'
+run 'cargo build --release -p cm -p cm-wrap'
 echo "ok: the README's short commands run as written"
