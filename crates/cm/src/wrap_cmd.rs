@@ -79,7 +79,19 @@ pub fn run(a: &WrapArgs) -> anyhow::Result<()> {
     .collect();
     // The library reads the same variables: refuse here, with the flag's
     // own message, what it would refuse there.
-    WrapConfig::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()))?;
+    if let Err(e) =
+        WrapConfig::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()))
+    {
+        let flag = match e.var {
+            ENV_MAXQ => "maxq",
+            ENV_DROP => "drop",
+            ENV_CONTROLLER => "controller",
+            ENV_PORT => "port",
+            ENV_EXCLUDE => "exclude",
+            _ => e.var,
+        };
+        bail!("--{flag} {}: {}", e.value, e.why);
+    }
     let lib = cm_force::config::find_wrap_library(a.lib.as_deref()).map_err(anyhow::Error::msg)?;
     let preload = match std::env::var("LD_PRELOAD") {
         Ok(p) if !p.is_empty() => format!("{}:{p}", lib.display()),
