@@ -188,6 +188,7 @@ pub use spec::{
     CcUdpReceiverOptions, DELAYED_ACK, Observer, ReceiverOptions, Scheduled, SendSpec, Until,
 };
 pub use summary::{CcUdpDetail, ProgressSample, Role, Summary, TcpCmDetail, Transport};
+pub use sys::{TcpInfo, tcp_info};
 
 /// Largest UDP payload in one 1500-byte IPv4 packet.
 pub const UDP_PAYLOAD_MAX: usize = 1500 - 20 - 8;

@@ -20,7 +20,7 @@ use crate::net::{timespec, wait_fd};
 use crate::payload::{Sink, Source};
 use crate::spec::{Observer, ReceiverOptions, SendSpec, Until};
 use crate::summary::{ProgressSample, Role, Summary, Transport, throughput};
-use crate::sys::{tcp_outq, tcp_total_retrans};
+use crate::sys::{tcp_info, tcp_outq};
 
 const CHUNK: usize = 256 * 1024;
 
@@ -201,7 +201,7 @@ pub(crate) fn send(
         }
     }
     let end = Instant::now();
-    let retrans = tcp_total_retrans(&stream).unwrap_or(0);
+    let retrans = tcp_info(&stream).map_or(0, |i| i.total_retrans);
     let cpu = cm_clock::thread_cpu().saturating_sub(cpu0);
     let bytes = if timed_out {
         let a = acked(&stream, written);

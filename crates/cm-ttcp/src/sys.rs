@@ -1,12 +1,26 @@
-//! The two socket queries neither std nor rustix wraps: `TCP_INFO`
-//! (`tcpi_total_retrans`) and `SIOCOUTQ` (bytes not yet acknowledged).
+//! The two socket queries neither std nor rustix wraps: `TCP_INFO` and
+//! `SIOCOUTQ` (bytes not yet acknowledged).
 #![allow(unsafe_code)]
 
 use std::os::fd::{AsFd, AsRawFd};
 
-/// `tcpi_total_retrans` of a TCP socket (segments retransmitted over the
-/// connection's life).
-pub(crate) fn tcp_total_retrans(fd: impl AsFd) -> std::io::Result<u32> {
+/// The fields of a TCP socket's `struct tcp_info` that the tools here use.
+#[derive(Clone, Copy, Debug)]
+pub struct TcpInfo {
+    /// Smoothed RTT, microseconds.
+    pub rtt_us: u32,
+    /// Congestion window, segments.
+    pub cwnd: u32,
+    /// Sender MSS, bytes.
+    pub mss: u32,
+    /// Segments retransmitted over the connection's life.
+    pub total_retrans: u32,
+    /// Segments sent over the connection's life.
+    pub segs_out: u32,
+}
+
+/// `TCP_INFO` of a TCP socket.
+pub fn tcp_info(fd: impl AsFd) -> std::io::Result<TcpInfo> {
     let fd = fd.as_fd().as_raw_fd();
     // SAFETY: `tcp_info` is plain old data, so all-zero bytes are a valid
     // value.
@@ -28,7 +42,13 @@ pub(crate) fn tcp_total_retrans(fd: impl AsFd) -> std::io::Result<u32> {
     if r < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(info.tcpi_total_retrans)
+    Ok(TcpInfo {
+        rtt_us: info.tcpi_rtt,
+        cwnd: info.tcpi_snd_cwnd,
+        mss: info.tcpi_snd_mss,
+        total_retrans: info.tcpi_total_retrans,
+        segs_out: info.tcpi_segs_out,
+    })
 }
 
 /// Bytes in a TCP socket's send queue not yet acknowledged (`SIOCOUTQ`).

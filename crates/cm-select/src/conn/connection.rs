@@ -10,10 +10,10 @@ use libcm::ccudp::CcUdpSocket;
 
 use super::Preconnection;
 use super::qos::{Qos, judge};
-use super::tcp_info::tcp_info;
 use crate::choice::{Buffering, Choice};
 use crate::props::Requirements;
 use crate::tuning;
+use cm_ttcp::tcp_info;
 
 #[derive(Debug)]
 enum Inner {
@@ -40,7 +40,7 @@ impl Connection {
         s.set_nodelay(pre.choice.nodelay)?;
         if let Buffering::Bytes(b) = pre.choice.buffering {
             let b = usize::try_from(b).unwrap_or(usize::MAX).max(4096);
-            super::tcp_info::set_sndbuf(s.as_fd(), b)?;
+            rustix::net::sockopt::set_socket_send_buffer_size(&s, b)?;
         }
         Ok(Connection::new(pre, Inner::Tcp(s)))
     }

@@ -17,7 +17,6 @@
 
 mod connection;
 pub(crate) mod qos;
-mod tcp_info;
 
 use std::cell::RefCell;
 use std::io;
