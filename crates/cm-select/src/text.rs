@@ -30,26 +30,34 @@
 use core::str::FromStr;
 
 use cm_core::{Duration, Rate};
+use cm_report::parse::Quantity;
 
 use crate::props::{Behaviour, Feedback, OnOff, Preference, RateShape, Requirements};
 
+/// Rates as the requirements write them: bit/s, with k, M or G.
+const RATE: Quantity = Quantity {
+    what: "rate",
+    hint: "expected e.g. 64k, 1.5M, 800000",
+    units: &[
+        (&["", "bps", "bit/s"], 1.0),
+        (&["k", "kbps", "kbit/s", "kbit"], 1e3),
+        (&["m", "mbps", "mbit/s", "mbit"], 1e6),
+        (&["g", "gbps", "gbit/s", "gbit"], 1e9),
+    ],
+};
+
+/// Durations as the requirements write them, in µs.
+const DURATION: Quantity = Quantity {
+    what: "duration",
+    hint: "expected a number and a unit: us, ms or s (e.g. 150ms)",
+    units: &[(&["us"], 1.0), (&["ms"], 1e3), (&["s"], 1e6)],
+};
+
 /// A rate in bit/s with an optional k, M or G suffix (and optional
-/// `bit/s` / `bps`), as the controller specs write them.
+/// `bit/s` / `bps`), as the controller specs write them
+/// ([`cm_report::parse`], the project's unit parser).
 pub fn parse_rate(v: &str) -> Result<Rate, String> {
-    let t = v.trim().trim_end_matches("bit/s").trim_end_matches("bps");
-    let (n, mul) = match t.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&t[..i], 1e3),
-        Some((i, 'M')) => (&t[..i], 1e6),
-        Some((i, 'G')) => (&t[..i], 1e9),
-        _ => (t, 1.0),
-    };
-    let bits = n
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|x| x.is_finite())
-        .ok_or_else(|| format!("{v:?} is not a rate (e.g. 64k, 1.5M, 800000)"))?
-        * mul;
+    let (bits, _) = RATE.parse(v).map_err(|e| e.to_string())?;
     if !(8.0..=1e13).contains(&bits) {
         return Err(format!("rate {v:?} is out of range (8 bit/s to 10 Tbit/s)"));
     }
@@ -58,29 +66,11 @@ pub fn parse_rate(v: &str) -> Result<Rate, String> {
 
 /// A duration with a unit: `us`, `ms`, `s` (e.g. `150ms`, `1.5s`).
 pub fn parse_duration(v: &str) -> Result<Duration, String> {
-    let t = v.trim();
-    let (n, scale) = if let Some(n) = t.strip_suffix("us") {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1e6)
-    } else {
-        return Err(format!(
-            "duration {v:?} needs a unit: us, ms or s (e.g. 150ms)"
-        ));
-    };
-    let x = n
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|x| x.is_finite() && *x >= 0.0)
-        .ok_or_else(|| format!("{v:?} is not a duration (e.g. 150ms, 2s)"))?
-        * scale;
-    if x > 86_400e6 {
+    let (us, _) = DURATION.parse(v).map_err(|e| e.to_string())?;
+    if us > 86_400e6 {
         return Err(format!("duration {v:?} is over a day"));
     }
-    Ok(Duration::from_micros(x as u64))
+    Ok(Duration::from_micros(us as u64))
 }
 
 fn parse_list(v: &str) -> Result<Vec<Rate>, String> {
