@@ -102,11 +102,6 @@ impl Engine {
         })
     }
 
-    /// The CM the engine uses.
-    pub fn cm(&mut self) -> &mut Cm {
-        &mut self.cm
-    }
-
     /// Take one datagram of the program's.
     pub fn offer(&mut self, now: Instant, offer: Offer) {
         let key = (offer.fd, offer.dst);
@@ -354,6 +349,7 @@ impl Engine {
             maxq: self.cfg.maxq,
             drop: self.cfg.overflow.name().to_owned(),
             passed: self.passed,
+            inbox_overflow: 0,
             responses,
             silent_intervals: silent,
             loss_events: losses,

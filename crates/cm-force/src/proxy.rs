@@ -58,7 +58,8 @@ pub struct IngressReport {
     pub offered: u64,
     /// Datagrams handed to the CM (sent, or about to be).
     pub sent: u64,
-    /// Datagrams dropped at the proxy.
+    /// Datagrams dropped at the proxy (its queue full, or larger than the
+    /// channel carries).
     pub dropped_at_proxy: u64,
     /// Mean wait in the proxy's queue, ms.
     pub mean_queue_ms: f64,
@@ -174,6 +175,12 @@ pub struct Ingress {
     queue: MaxQueue<Vec<u8>>,
     app_addr: Option<SocketAddr>,
     replies: u64,
+    /// The largest payload the channel carries (its MTU less the header).
+    max_payload: usize,
+    /// Datagrams larger than the channel carries, dropped on arrival.
+    oversized: u64,
+    /// One datagram's room, reused by every step.
+    buf: Vec<u8>,
 }
 
 impl Ingress {
@@ -203,6 +210,7 @@ impl Ingress {
         if let (Some(c), Some(flow)) = (&cfg.controller, cc.flow()) {
             cm.borrow_mut().set_controller(flow, c)?;
         }
+        let max_payload = setup("the channel's MTU", cc.max_payload())?;
         Ok(Ingress {
             app,
             cc,
@@ -210,6 +218,9 @@ impl Ingress {
             queue: MaxQueue::new(cfg.maxq, cfg.overflow),
             app_addr: None,
             replies: 0,
+            max_payload,
+            oversized: 0,
+            buf: vec![0u8; 65_536],
         })
     }
 
@@ -227,12 +238,16 @@ impl Ingress {
     /// replies. Never blocks.
     pub fn step(&mut self) -> Result<(), ProxyError> {
         let now = cm_clock::now();
-        let mut buf = vec![0u8; 65_536];
         loop {
-            match self.app.recv_from(&mut buf) {
+            match self.app.recv_from(&mut self.buf) {
                 Ok((n, from)) => {
                     self.app_addr = Some(from);
-                    let _ = self.queue.push(now, buf[..n].to_vec());
+                    if n > self.max_payload {
+                        // Larger than the channel carries: dropped here.
+                        self.oversized += 1;
+                    } else {
+                        let _ = self.queue.push(now, self.buf[..n].to_vec());
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 // ICMP errors from earlier replies: not the application's data.
@@ -241,14 +256,10 @@ impl Ingress {
             }
         }
         self.cc.drive()?;
-        let max = self.cc.max_payload().unwrap_or(1200);
         while self.cm_idle() {
             let Some((d, _)) = self.queue.pop(cm_clock::now()) else {
                 break;
             };
-            if d.len() > max {
-                continue; // larger than the channel carries: dropped
-            }
             match self.cc.send(&d) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -256,10 +267,10 @@ impl Ingress {
             }
         }
         loop {
-            match self.cc.recv(&mut buf) {
+            match self.cc.recv(&mut self.buf) {
                 Ok(n) => {
                     if let Some(a) = self.app_addr {
-                        let _ = self.app.send_to(&buf[..n], a);
+                        let _ = self.app.send_to(&self.buf[..n], a);
                         self.replies += 1;
                     }
                 }
@@ -281,9 +292,9 @@ impl Ingress {
         let q = self.queue.stats();
         let c = self.cc.stats();
         IngressReport {
-            offered: q.offered,
+            offered: q.offered + self.oversized,
             sent: q.sent,
-            dropped_at_proxy: q.dropped,
+            dropped_at_proxy: q.dropped + self.oversized,
             mean_queue_ms: q.mean_wait().map_or(0.0, |d| d.as_micros() as f64 / 1000.0),
             max_queue_ms: q.max_wait_us as f64 / 1000.0,
             acked: c.acked,
@@ -325,6 +336,8 @@ pub struct Egress {
     out: UdpSocket,
     deliver: SocketAddr,
     report: EgressReport,
+    /// One datagram's room, reused by every step.
+    buf: Vec<u8>,
 }
 
 impl Egress {
@@ -350,6 +363,7 @@ impl Egress {
             out,
             deliver: cfg.deliver,
             report: EgressReport::default(),
+            buf: vec![0u8; 65_536],
         })
     }
 
@@ -401,9 +415,9 @@ impl Egress {
         let Some(cc) = &mut self.cc else {
             return Ok(());
         };
-        let mut buf = vec![0u8; 65_536];
+        let buf = &mut self.buf;
         loop {
-            match cc.recv(&mut buf) {
+            match cc.recv(buf) {
                 Ok(n) => match self.out.send(&buf[..n]) {
                     Ok(_) => self.report.delivered += 1,
                     Err(_) => self.report.deliver_errors += 1,
@@ -413,7 +427,7 @@ impl Egress {
             }
         }
         loop {
-            match self.out.recv(&mut buf) {
+            match self.out.recv(buf) {
                 Ok(n) => match cc.send(&buf[..n]) {
                     Ok(_) => self.report.replies += 1,
                     Err(_) => self.report.replies_dropped += 1,

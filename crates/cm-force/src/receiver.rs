@@ -28,6 +28,8 @@ pub struct Receiver {
     probe: UdpSocket,
     port: u16,
     counter: Counter,
+    /// One IP packet's room, reused by every call.
+    buf: Vec<u8>,
     /// Datagrams that were not parseable IPv4/UDP (ignored).
     pub malformed: u64,
 }
@@ -81,6 +83,7 @@ impl Receiver {
             probe,
             port,
             counter: Counter::new(),
+            buf: vec![0u8; 65_536],
             malformed: 0,
         })
     }
@@ -119,9 +122,9 @@ impl Receiver {
 
     /// Read and count everything waiting; answer probes in order.
     pub fn serve(&mut self) -> io::Result<()> {
-        let mut buf = vec![0u8; 65_536];
+        let buf = &mut self.buf;
         loop {
-            let n = match self.raw.recv(&mut buf) {
+            let n = match self.raw.recv(buf) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -149,7 +152,7 @@ impl Receiver {
             );
         }
         // The bound socket's own copies of the probes: already answered.
-        while self.probe.recv(&mut buf).is_ok() {}
+        while self.probe.recv(buf).is_ok() {}
         Ok(())
     }
 

@@ -41,6 +41,8 @@ pub struct Report {
     pub drop: String,
     /// Datagrams sent unqueued (no flow could be opened).
     pub passed: u64,
+    /// Datagrams dropped before the engine saw them (its inbox was full).
+    pub inbox_overflow: u64,
     /// Receiver CM responses accepted.
     pub responses: u64,
     /// Probe intervals reported lost for want of an answer.

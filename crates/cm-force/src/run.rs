@@ -29,7 +29,7 @@ pub fn run(
                 Msg::Close(fd) => engine.close_fd(fd),
                 Msg::Flush(done) => {
                     if let Some(path) = &report {
-                        let _ = engine.report().write_to(path);
+                        let _ = report_of(&engine, &inbox).write_to(path);
                     }
                     done.store(true, Ordering::Release);
                 }
@@ -39,7 +39,7 @@ pub fn run(
         if let Some(path) = &report {
             if last_report.elapsed() >= StdDuration::from_secs(1) {
                 last_report = std::time::Instant::now();
-                let _ = engine.report().write_to(path);
+                let _ = report_of(&engine, &inbox).write_to(path);
             }
         }
         let timeout = engine
@@ -64,6 +64,13 @@ pub fn run(
         });
     }
     if let Some(path) = &report {
-        let _ = engine.report().write_to(path);
+        let _ = report_of(&engine, &inbox).write_to(path);
     }
+}
+
+/// The engine's report with the inbox's drops.
+fn report_of(engine: &Engine, inbox: &Inbox) -> crate::Report {
+    let mut r = engine.report();
+    r.inbox_overflow = inbox.overflowed.load(Ordering::Relaxed);
+    r
 }

@@ -77,12 +77,6 @@ impl FlowResult {
         let n = to.saturating_sub(from).max(1);
         self.received.iter().skip(from).take(to - from).sum::<u64>() as f64 / n as f64
     }
-
-    /// Mean one-way delay of everything received, seconds.
-    pub fn mean_delay(&self) -> Option<f64> {
-        let p: u64 = self.packets.iter().sum();
-        (p > 0).then(|| self.delay_ns.iter().sum::<u64>() as f64 / p as f64 / 1e9)
-    }
 }
 
 fn bind_in(net: &Network, node: &str, addr: Ipv4Addr) -> Result<UdpSocket> {
