@@ -42,9 +42,13 @@ pub struct CcUdpStats {
     pub spurious: u64,
     /// Retransmission timeouts (persistent congestion reported).
     pub timeouts: u64,
-    /// Datagrams queued in the CM, not yet sent.
+    /// Datagrams this socket queued whose departure it has not seen yet:
+    /// it learns of departures when it is driven, so after another socket
+    /// of the same `Cm` served the grants this lags until this one is
+    /// driven. [`CcUdpStats::queued_bytes`] is the CM's queue now.
     pub queued: u64,
-    /// Bytes (headers included) queued in the CM.
+    /// Bytes (headers included) queued in the CM for this socket's flow,
+    /// now.
     pub queued_bytes: u64,
     /// Data datagrams sent and not yet resolved.
     pub in_flight: u64,
