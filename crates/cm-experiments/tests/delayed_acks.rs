@@ -48,14 +48,8 @@ fn scenario() -> Scenario {
         bottleneck: Bottleneck {
             rate_bps: 1_000_000,
             delay_ms: 60.0,
-            queue: None,
             queue_packets: Some(100),
-            queue_bytes: None,
-            loss: 0.0,
-            reorder: 0.0,
-            reorder_delay_ms: 0.0,
-            duplicate: 0.0,
-            reverse_rate_bps: None,
+            ..Bottleneck::default()
         },
         access: Default::default(),
         topology: None,
