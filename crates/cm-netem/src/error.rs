@@ -123,6 +123,17 @@ pub enum BuildStep {
     Routes,
 }
 
+impl BuildStep {
+    /// The injected failure of this step, if it is the one `fail_at`
+    /// names (tests make a build fail part-way to check the clean-up).
+    pub(crate) fn inject_if(self, fail_at: Option<BuildStep>) -> Result<()> {
+        if fail_at == Some(self) {
+            return Err(NetemError::Injected(self));
+        }
+        Ok(())
+    }
+}
+
 impl NetemError {
     /// An [`NetemError::Io`] saying what was being done.
     pub(crate) fn io(context: impl Into<String>, error: io::Error) -> NetemError {

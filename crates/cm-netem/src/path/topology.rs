@@ -15,12 +15,7 @@ pub fn tbf_burst(rate_bps: u64) -> u64 {
 }
 impl Path {
     pub(super) fn setup(&self, fail_at: Option<BuildStep>) -> Result<()> {
-        let fail = |s: BuildStep| -> Result<()> {
-            if fail_at == Some(s) {
-                return Err(NetemError::Injected(s));
-            }
-            Ok(())
-        };
+        let fail = |s: BuildStep| s.inject_if(fail_at);
         let [snd, rtr, rcv] = self.names.clone();
         for ns in &self.names {
             run("ip", &["netns", "add", ns])?;

@@ -46,12 +46,7 @@ fn tc_batch(ns: &str, lines: &[String]) -> Result<()> {
 
 impl Network {
     pub(super) fn setup(&self, fail_at: Option<BuildStep>) -> Result<()> {
-        let fail = |s: BuildStep| -> Result<()> {
-            if fail_at == Some(s) {
-                return Err(NetemError::Injected(s));
-            }
-            Ok(())
-        };
+        let fail = |s: BuildStep| s.inject_if(fail_at);
         let p = &self.plan;
         for node in &p.nodes {
             run("ip", &["netns", "add", &node.ns])?;
