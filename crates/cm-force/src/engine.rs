@@ -79,6 +79,8 @@ pub struct Engine {
     /// the flow).
     pub passed: u64,
     seed: u64,
+    /// When idle flows were last looked for.
+    last_gc: Instant,
 }
 
 impl Engine {
@@ -99,6 +101,7 @@ impl Engine {
             closed: Vec::new(),
             passed: 0,
             seed,
+            last_gc: Instant::ZERO,
         })
     }
 
@@ -250,6 +253,11 @@ impl Engine {
                 let _ = self.probe_sock.send_to(&probe, to);
             }
         }
+        // Idle flows are looked for once a second, not on every wake-up.
+        if now.saturating_since(self.last_gc).as_micros() < 1_000_000 {
+            return;
+        }
+        self.last_gc = now;
         let idle: Vec<_> = self
             .flows
             .iter()
