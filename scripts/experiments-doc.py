@@ -117,9 +117,12 @@ PROSE = {
     "real-collapse": {
         "figure": "transport-selection-middleware Figs 2-3, §3 (real Fig 1 topology)",
         "claim": "On the Fig 1 topology built in network namespaces (cm-netem "
-        "topo), two ramping UDP sources collapse the useful throughput to the "
-        "10 kbit/s link's trickle, and the same sources through CM proxies "
-        "(AIMD, MAXQ 1) keep the 0.3 Mbit/s bottleneck busy.",
+        "topo), two ramping UDP sources waste most of the 0.3 Mbit/s bottleneck "
+        "on packets the 10 kbit/s link behind it drops, and the same sources "
+        "through CM proxies (AIMD, MAXQ 1) keep the bottleneck busy with "
+        "packets that arrive. Datagram sizes vary (120 ± 20 B) so that no "
+        "DropTail phase lock decides which branch the full queue serves; the "
+        "paper's fall to 1.25 kB/s is such a lock-out of the upper branch.",
     },
     "real-voip-proxy": {
         "figure": "transport-selection-middleware Figs 6-7, Table 1, §4.3 (real Fig 1 topology)",

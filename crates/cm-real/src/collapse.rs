@@ -17,13 +17,17 @@
 //! than the paper's ns-2 run (27.8 kB/s at 28 s, zero at 81 s). From about
 //! 24 s the n0 → n2 link, as fast as n2 → n3, delivers the upper flow at
 //! exactly the rate at which n2 → n3's full queue frees places, a phase
-//! relation DropTail is known to be sensitive to (the paper repeated its runs
-//! with RED for that reason). With n0 → n2 at
-//! 310 kbit/s instead, so that the relation drifts (`cargo test -p cm-real
-//! --lib collapse::tests::drifting -- --ignored --nocapture`, 40 s), n4 still
-//! receives 11.9–17.5 kB/s from 25 to 39 s, declining near DropTail's
-//! proportional share (about 14 kB/s at 39 s), which points to that phase
-//! relation for the abrupt fall.
+//! relation DropTail is known to be sensitive to (Floyd & Jacobson's phase
+//! effects; the paper repeated its runs with RED for that reason). With
+//! n0 → n2 at 310 kbit/s instead, so that the relation drifts (`cargo test
+//! -p cm-real --lib collapse::tests::drifting -- --ignored --nocapture`,
+//! 40 s), n4 still receives 11.9–17.5 kB/s from 25 to 39 s, declining near
+//! DropTail's proportional share (about 14 kB/s at 39 s). Which branch the
+//! lock-out starves depends on the machine's timers: one CI run kept n4 at
+//! 36.5 kB/s and locked the lower branch out instead. `real-collapse`
+//! therefore draws each datagram's size from 120 ± 20 B
+//! ([`CollapseConfig::size_spread`]), which lets the phase drift with the
+//! paper's link rates.
 //!
 //! Only the plain UDP case; the congestion-controlled one goes through the
 //! CM proxy. Sizes and rates count IP bytes (payload + 28), as the emulated
@@ -35,6 +39,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use cm_experiments::seeded::below;
 use cm_netem::{NetemError, Network, QdiscStats, TopologySpec};
 use serde::{Deserialize, Serialize};
 
@@ -59,8 +64,14 @@ pub fn fig1() -> Result<TopologySpec> {
 pub struct CollapseConfig {
     /// How long the sources send.
     pub duration: Duration,
-    /// IP size of every datagram, bytes (at least 44: headers, send time, sequence).
+    /// Mean IP size of a datagram, bytes (at least 44: headers, send time,
+    /// sequence).
     pub packet_bytes: usize,
+    /// Each datagram's IP size is drawn uniformly from `packet_bytes ±
+    /// size_spread` (0: every datagram is `packet_bytes`). The rate counts
+    /// the drawn sizes, so the mean rate is the ramp's either way.
+    #[serde(default)]
+    pub size_spread: usize,
     /// Each source's starting rate, bytes/s.
     pub start_rate: f64,
     /// What each step adds, bytes/s.
@@ -77,6 +88,7 @@ impl Default for CollapseConfig {
         CollapseConfig {
             duration: Duration::from_secs(90),
             packet_bytes: 120,
+            size_spread: 0,
             start_rate: 800.0,
             step: 800.0,
             steps_per_second: 2.0,
@@ -88,6 +100,12 @@ impl CollapseConfig {
     /// A source's rate `t` into the run, bytes/s.
     pub fn rate_at(&self, t: Duration) -> f64 {
         self.start_rate + self.step * (t.as_secs_f64() * self.steps_per_second).floor()
+    }
+
+    /// The IP size of datagram `seq` of the source seeded `seed`.
+    pub fn size_of(&self, seed: u64, seq: u64) -> usize {
+        let spread = self.size_spread.min(self.packet_bytes - HEADERS - 16);
+        self.packet_bytes - spread + below(seed, seq, 2 * spread as u64 + 1) as usize
     }
 }
 
@@ -145,10 +163,12 @@ pub(crate) fn io(context: String) -> impl FnOnce(std::io::Error) -> RealError {
 
 /// The CBR source: the ramp of `cfg` for its duration, paced per packet.
 pub(crate) fn source(sock: &UdpSocket, cfg: &CollapseConfig, t0: Instant) -> Tally {
-    let mut buf = vec![0u8; cfg.packet_bytes - HEADERS];
+    let mut buf = vec![0u8; cfg.packet_bytes + cfg.size_spread - HEADERS];
     let mut tally = Tally::default();
     let mut next = Duration::ZERO;
     let mut seq = 0u64;
+    let seed =
+        t0.elapsed().as_nanos() as u64 ^ u64::from(sock.local_addr().map_or(0, |a| a.port()));
     loop {
         if let Some(w) = next.checked_sub(t0.elapsed()) {
             std::thread::sleep(w);
@@ -157,15 +177,16 @@ pub(crate) fn source(sock: &UdpSocket, cfg: &CollapseConfig, t0: Instant) -> Tal
         if now >= cfg.duration {
             return tally;
         }
+        let size = cfg.size_of(seed, seq);
         buf[..8].copy_from_slice(&(now.as_nanos() as u64).to_be_bytes());
         buf[8..16].copy_from_slice(&seq.to_be_bytes());
         seq += 1;
         // A full local queue drops silently (UDP without IP_RECVERR), as a
         // host's own link does in ns-2.
-        if sock.send(&buf).is_ok() {
-            tally.add(now, cfg.packet_bytes, None);
+        if sock.send(&buf[..size - HEADERS]).is_ok() {
+            tally.add(now, size, None);
         }
-        next += Duration::from_secs_f64(cfg.packet_bytes as f64 / cfg.rate_at(next));
+        next += Duration::from_secs_f64(size as f64 / cfg.rate_at(next));
     }
 }
 
@@ -206,10 +227,13 @@ pub(crate) fn drain_time(
 /// Run the two plain UDP sources on `net` (built from [`fig1`] or a topology
 /// with the same node names). `stop` ends the run early (e.g. on Ctrl-C).
 pub fn run_udp(net: &Network, cfg: &CollapseConfig, stop: Arc<AtomicBool>) -> Result<CollapseRun> {
-    if cfg.packet_bytes < HEADERS + 16 || cfg.packet_bytes > 1500 {
+    if cfg.packet_bytes < HEADERS + 16 || cfg.packet_bytes + cfg.size_spread > 1500 {
         return Err(RealError::Path(NetemError::Parse {
             what: "collapse packet size".into(),
-            detail: format!("{} bytes, give 44..=1500", cfg.packet_bytes),
+            detail: format!(
+                "{} ± {} bytes, give 44..=1500",
+                cfg.packet_bytes, cfg.size_spread
+            ),
         }));
     }
     let mut socks = Vec::new();
@@ -329,6 +353,27 @@ mod tests {
         assert_eq!(c.rate_at(Duration::from_millis(500)), 1600.0);
         assert_eq!(c.rate_at(Duration::from_secs(28)), 800.0 * 57.0);
         assert_eq!(fig1().unwrap().nodes.len(), 6);
+    }
+
+    #[test]
+    fn sizes_spread_uniformly_around_the_mean() {
+        let c = CollapseConfig {
+            size_spread: 20,
+            ..Default::default()
+        };
+        let sizes: Vec<usize> = (0..20_000).map(|i| c.size_of(7, i)).collect();
+        assert!(sizes.iter().all(|s| (100..=140).contains(s)));
+        assert!(sizes.contains(&100) && sizes.contains(&140));
+        let mean = sizes.iter().sum::<usize>() as f64 / sizes.len() as f64;
+        assert!((mean - 120.0).abs() < 0.5, "{mean}");
+        // No spread: every datagram is the mean; a spread wider than the
+        // headers allow is clamped.
+        assert_eq!(CollapseConfig::default().size_of(7, 3), 120);
+        let wide = CollapseConfig {
+            size_spread: 500,
+            ..Default::default()
+        };
+        assert!((0..1000).all(|i| (44..=196).contains(&wide.size_of(1, i))));
     }
 
     /// A run on Fig 1 with link 0 (n0 - n2) at `n0_bps` when given.

@@ -328,6 +328,7 @@ pub fn cbr(
         rate: CollapseConfig {
             duration: Duration::from_secs(secs),
             packet_bytes: packet_bytes.max(HEADERS + 16),
+            size_spread: 0,
             start_rate: packet_bytes as f64 * pps,
             step: 0.0,
             steps_per_second: 1.0,
