@@ -23,7 +23,7 @@ use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use cm_core::controller::ControllerConfig;
 use cm_transport::maxq::{MaxQueue, Overflow};
-use libcm::ccudp::{CcUdpSocket, SharedCm};
+use libcm::ccudp::{CcUdpSocket, FirstDatagram, SharedCm, first_datagram};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use serde::Serialize;
 
@@ -142,10 +142,16 @@ pub trait Relay {
     fn wake(&mut self) -> Result<StdDuration, ProxyError>;
     /// The descriptors whose readiness means work.
     fn fds(&self) -> Vec<BorrowedFd<'_>>;
+    /// Whether this end has nothing left to do (a relay never has: it
+    /// runs until stopped).
+    fn finished(&self) -> bool {
+        false
+    }
 }
 
 /// Relay `all` (ends sharing the CM `cm`, on this thread, so their flows
-/// to one host share its macroflow) until `stop` is set or `until` passes.
+/// to one host share its macroflow) until `stop` is set, `until` passes or
+/// every end is [`Relay::finished`].
 pub fn run_all<R: Relay>(
     all: &mut [R],
     cm: &SharedCm,
@@ -153,6 +159,9 @@ pub fn run_all<R: Relay>(
     until: Option<StdInstant>,
 ) -> Result<(), ProxyError> {
     while !stop.load(Ordering::Relaxed) && until.is_none_or(|u| StdInstant::now() < u) {
+        if !all.is_empty() && all.iter().all(|r| r.finished()) {
+            break;
+        }
         let mut t = StdDuration::from_millis(200);
         for r in all.iter_mut() {
             r.step()?;
@@ -380,23 +389,14 @@ impl Egress {
     /// peek at it (leaving it for CC-UDP) and connect.
     fn accept(&mut self) -> Result<(), ProxyError> {
         let Some(l) = &self.listen else { return Ok(()) };
-        let mut b = [0u8; 64];
-        let from = match l.peek_from(&mut b) {
-            Ok((n, from))
-                if libcm::ccudp::wire::decode(&b[..n.min(b.len())]).is_ok()
-                    || cm_proto::wire::is_cm(&b[..n.min(b.len())]) =>
-            {
-                from
-            }
-            Ok(_) => {
-                // Not CC-UDP: garbage, or a stray datagram. Drop it.
-                let _ = l.recv_from(&mut b);
+        let from = match first_datagram(l)? {
+            FirstDatagram::Peer(from) => from,
+            // Not CC-UDP: garbage, or a stray datagram (dropped).
+            FirstDatagram::Garbage => {
                 self.report.malformed += 1;
                 return Ok(());
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(()),
-            Err(e) => return Err(e.into()),
+            FirstDatagram::Nothing => return Ok(()),
         };
         let Some(sock) = self.listen.take() else {
             return Ok(());

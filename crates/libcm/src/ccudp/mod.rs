@@ -83,6 +83,7 @@
 //! assert!(a.estimate().unwrap().srtt.is_some());
 //! ```
 
+mod accept;
 mod engine;
 mod inbox;
 mod proto;
@@ -91,6 +92,7 @@ mod socket;
 
 pub use cm_transport::ccudp::{feedback, receiver, wire};
 
+pub use accept::{FirstDatagram, first_datagram};
 pub use cm_proto::ProberConfig;
 pub use proto::ProtoStats;
 pub use socket::{CcUdpSocket, CcUdpStats, DEFAULT_RECV_QUEUE, SharedCm};

@@ -1,0 +1,11 @@
+//! Adaptive applications built on the CM API, as real programs over real
+//! sockets (the papers' point: applications adapt through the CM).
+//!
+//! | module | paper | what |
+//! |---|---|---|
+//! | [`vat`] | cm-implementation-linux §3.6, Fig 2 | interactive CBR audio: a policer for long-term adaptation, an application buffer (drop-from-head or drop-tail) that feeds the socket only when the CM grants, and a receiver reporting one-way delay, jitter and loss |
+//!
+//! The command line is `cm vat send|recv` (crate `cm`); the experiment
+//! on an emulated path is `cm experiment real-vat` (crate `cm-real`).
+
+pub mod vat;

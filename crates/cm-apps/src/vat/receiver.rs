@@ -1,0 +1,181 @@
+//! The vat receiver: takes frames from a CC-UDP peer (acknowledging them,
+//! which is the sender CM's feedback) or from plain UDP, and measures them
+//! ([`VatReport`]).
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use cm_force::proxy::{ProxyError, Relay};
+use libcm::ccudp::{CcUdpSocket, FirstDatagram, SharedCm, first_datagram};
+
+use super::stats::Tally;
+use super::{Frame, Transport, VatReport};
+
+/// The receiver's settings.
+#[derive(Clone, Debug)]
+pub struct ReceiverConfig {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// How the frames arrive.
+    pub transport: Transport,
+    /// Stop when no frame has arrived for this long after the first.
+    pub idle: Duration,
+}
+
+enum Socket {
+    /// Through the CM, before the first CC-UDP datagram names the peer.
+    Listening(UdpSocket),
+    Cm(Box<CcUdpSocket>),
+    Udp(UdpSocket),
+    /// Between states (never seen outside `step`).
+    Gone,
+}
+
+/// The receiver; drive it with [`cm_force::proxy::run_all`] until
+/// [`VatReceiver::idle`] or a deadline.
+pub struct VatReceiver {
+    cm: SharedCm,
+    socket: Socket,
+    cfg: ReceiverConfig,
+    tally: Tally,
+    last_frame: Option<Instant>,
+    peer: Option<SocketAddr>,
+    buf: Vec<u8>,
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+impl VatReceiver {
+    /// Listen on `cfg.listen`.
+    pub fn bind(cm: &SharedCm, cfg: ReceiverConfig) -> Result<VatReceiver, ProxyError> {
+        let s = UdpSocket::bind(cfg.listen).map_err(|source| ProxyError::Setup {
+            what: format!("binding {}", cfg.listen),
+            source,
+        })?;
+        s.set_nonblocking(true)?;
+        let socket = match cfg.transport {
+            Transport::Cm => Socket::Listening(s),
+            Transport::Udp => Socket::Udp(s),
+        };
+        Ok(VatReceiver {
+            cm: SharedCm::clone(cm),
+            socket,
+            cfg,
+            tally: Tally::default(),
+            last_frame: None,
+            peer: None,
+            buf: vec![0u8; 65_536],
+        })
+    }
+
+    /// Where it listens.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        match &self.socket {
+            Socket::Listening(s) | Socket::Udp(s) => s.local_addr(),
+            Socket::Cm(c) => c.local_addr(),
+            Socket::Gone => Err(io::Error::other("receiver has no socket")),
+        }
+    }
+
+    /// The sender, once a frame has named it.
+    pub fn peer(&self) -> Option<SocketAddr> {
+        self.peer
+    }
+
+    /// Whether frames stopped: none for [`ReceiverConfig::idle`] since the
+    /// last one.
+    pub fn idle(&self) -> bool {
+        self.last_frame
+            .is_some_and(|t| t.elapsed() >= self.cfg.idle)
+    }
+
+    /// The report so far.
+    pub fn report(&self) -> VatReport {
+        self.tally.report()
+    }
+
+    fn take(&mut self, n: usize) {
+        match Frame::decode(&self.buf[..n]) {
+            Some(f) => {
+                self.tally.frame(f, unix_ns());
+                self.last_frame = Some(Instant::now());
+            }
+            None => self.tally.malformed(),
+        }
+    }
+
+    fn accept(&mut self) -> Result<(), ProxyError> {
+        let Socket::Listening(l) = &self.socket else {
+            return Ok(());
+        };
+        let from = match first_datagram(l)? {
+            FirstDatagram::Peer(from) => from,
+            FirstDatagram::Garbage => {
+                self.tally.malformed();
+                return Ok(());
+            }
+            FirstDatagram::Nothing => return Ok(()),
+        };
+        let Socket::Listening(l) = std::mem::replace(&mut self.socket, Socket::Gone) else {
+            return Ok(());
+        };
+        let mut cc = CcUdpSocket::from_std(&self.cm, l)?;
+        cc.connect(from)?;
+        cc.set_nonblocking(true)?;
+        self.peer = Some(from);
+        self.socket = Socket::Cm(Box::new(cc));
+        Ok(())
+    }
+}
+
+impl Relay for VatReceiver {
+    fn step(&mut self) -> Result<(), ProxyError> {
+        self.accept()?;
+        loop {
+            let r = match &mut self.socket {
+                Socket::Cm(cc) => cc.recv(&mut self.buf),
+                Socket::Udp(s) => s.recv_from(&mut self.buf).map(|(n, from)| {
+                    self.peer.get_or_insert(from);
+                    n
+                }),
+                Socket::Listening(_) | Socket::Gone => return Ok(()),
+            };
+            match r {
+                Ok(n) => self.take(n),
+                Err(e) if super::sender::is_transient(&e) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // Garbage the channel refused counts too.
+        if let Socket::Cm(cc) = &self.socket {
+            self.tally.set_channel_malformed(cc.stats().malformed);
+        }
+        Ok(())
+    }
+
+    fn wake(&mut self) -> Result<Duration, ProxyError> {
+        Ok(match &mut self.socket {
+            Socket::Cm(cc) => cc.next_timeout()?.unwrap_or(Duration::from_millis(200)),
+            _ => Duration::from_millis(200),
+        })
+    }
+
+    /// Frames stopped ([`VatReceiver::idle`]).
+    fn finished(&self) -> bool {
+        self.idle()
+    }
+
+    fn fds(&self) -> Vec<BorrowedFd<'_>> {
+        match &self.socket {
+            Socket::Listening(s) | Socket::Udp(s) => vec![s.as_fd()],
+            Socket::Cm(c) => vec![c.as_fd()],
+            Socket::Gone => Vec::new(),
+        }
+    }
+}

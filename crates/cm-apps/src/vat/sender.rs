@@ -1,0 +1,241 @@
+//! The vat sender (cm-implementation-linux §3.6, Fig 2): a CBR source, the
+//! [`Policer`], the application buffer ([`MaxQueue`]) and the socket, fed
+//! one frame at a time when the CM has room for it.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use cm_force::proxy::{ProxyError, Relay};
+use cm_transport::maxq::MaxQueue;
+use libcm::ccudp::{CcUdpSocket, SharedCm};
+use serde::Serialize;
+
+use super::{Frame, Policer, Transport, VatConfig};
+
+/// The CC-UDP header the CM also carries with each frame, bytes.
+const CHANNEL_HEADER: usize = 16;
+
+/// What the sender did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SenderReport {
+    /// Frames the source made.
+    pub made: u64,
+    /// Frames the policer dropped.
+    pub policed: u64,
+    /// Frames the full buffer dropped.
+    pub buffer_drops: u64,
+    /// Frames handed to the socket.
+    pub sent: u64,
+    /// Frames still in the buffer at the end (never sent).
+    pub left: u64,
+    /// Mean wait in the application buffer, ms.
+    pub mean_buffer_ms: f64,
+    /// Channel datagrams the receiver acknowledged (through the CM).
+    pub acked: u64,
+    /// Channel datagrams declared lost in the network (through the CM).
+    pub lost: u64,
+    /// Retransmission timeouts of the channel (through the CM).
+    pub timeouts: u64,
+    /// The policer's rate at the end, bytes/s (through the CM).
+    pub policer_rate: Option<f64>,
+}
+
+enum Channel {
+    Cm(Box<CcUdpSocket>),
+    Udp(UdpSocket),
+}
+
+/// The sender; drive it with [`cm_force::proxy::run_all`] (or
+/// [`Relay::step`] in a loop of your own) until [`VatSender::done`].
+pub struct VatSender {
+    cfg: VatConfig,
+    channel: Channel,
+    buffer: MaxQueue<Vec<u8>>,
+    policer: Policer,
+    start: Instant,
+    next_frame: Instant,
+    seq: u64,
+    report: SenderReport,
+    buf: Vec<u8>,
+}
+
+fn setup<T>(what: &str, r: io::Result<T>) -> Result<T, ProxyError> {
+    r.map_err(|source| ProxyError::Setup {
+        what: what.into(),
+        source,
+    })
+}
+
+impl VatSender {
+    /// A sender to `to`. `cm` is the CM its flow joins (unused over
+    /// [`Transport::Udp`]).
+    pub fn connect(cm: &SharedCm, to: SocketAddr, cfg: VatConfig) -> Result<VatSender, ProxyError> {
+        cfg.check().map_err(|e| ProxyError::Setup {
+            what: "vat settings".into(),
+            source: io::Error::new(io::ErrorKind::InvalidInput, e),
+        })?;
+        let any: SocketAddr = if to.is_ipv4() {
+            SocketAddr::from(([0, 0, 0, 0], 0))
+        } else {
+            SocketAddr::from(([0u16; 8], 0))
+        };
+        let channel = match cfg.transport {
+            Transport::Cm => {
+                let mut cc = setup("opening the channel", CcUdpSocket::bind(cm, any))?;
+                // Feedback is the receiver's acknowledgements.
+                cc.set_cm_protocol(false);
+                setup("connecting", cc.connect(to))?;
+                setup("non-blocking", cc.set_nonblocking(true))?;
+                Channel::Cm(Box::new(cc))
+            }
+            Transport::Udp => {
+                let s = setup("binding", UdpSocket::bind(any))?;
+                setup("connecting", s.connect(to))?;
+                setup("non-blocking", s.set_nonblocking(true))?;
+                Channel::Udp(s)
+            }
+        };
+        let depth = 2 * (cfg.frame_bytes + CHANNEL_HEADER);
+        let now = Instant::now();
+        Ok(VatSender {
+            buffer: MaxQueue::new(cfg.buffer, cfg.overflow),
+            policer: Policer::new(cfg.policer_window, depth),
+            channel,
+            start: now,
+            next_frame: now,
+            seq: 0,
+            report: SenderReport::default(),
+            buf: vec![0u8; 2048],
+            cfg,
+        })
+    }
+
+    /// Whether the source has made its last frame.
+    pub fn done(&self) -> bool {
+        self.next_frame.saturating_duration_since(self.start) >= self.cfg.duration
+    }
+
+    /// What it has done so far.
+    pub fn report(&self) -> SenderReport {
+        let mut r = self.report.clone();
+        let q = self.buffer.stats();
+        r.buffer_drops = q.dropped;
+        r.left = self.buffer.len() as u64;
+        r.mean_buffer_ms = q.mean_wait().map_or(0.0, |d| d.as_secs_f64() * 1e3);
+        if let Channel::Cm(cc) = &self.channel {
+            let s = cc.stats();
+            (r.acked, r.lost, r.timeouts) = (s.acked, s.lost, s.timeouts);
+            r.policer_rate = self.policer.rate();
+        }
+        r
+    }
+
+    /// Make the frames that are due; through the CM, police and buffer them.
+    fn make_frames(&mut self) -> Result<(), ProxyError> {
+        let now = Instant::now();
+        while self.next_frame <= now && !self.done() {
+            let late = now.saturating_duration_since(self.next_frame);
+            let made_ns = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.saturating_sub(late).as_nanos() as u64);
+            let frame = Frame {
+                seq: self.seq,
+                made_ns,
+            }
+            .encode(self.cfg.frame_bytes);
+            self.seq += 1;
+            self.report.made += 1;
+            self.next_frame += self.cfg.frame_interval;
+            match &mut self.channel {
+                Channel::Udp(s) => match s.send(&frame) {
+                    Ok(_) => self.report.sent += 1,
+                    // A full socket buffer or an ICMP error: the frame is lost.
+                    Err(e) if is_transient(&e) => {}
+                    Err(e) => return Err(e.into()),
+                },
+                Channel::Cm(cc) => {
+                    let rate = cc.estimate()?.rate.map(|r| r.bytes_per_sec() as f64);
+                    self.policer.observe(cm_clock::now(), rate);
+                    if self.cfg.policer && !self.policer.admit(frame.len() + CHANNEL_HEADER) {
+                        self.report.policed += 1;
+                        continue;
+                    }
+                    // A full buffer drops (head or tail: `VatConfig::check`
+                    // refuses `Block`); the queue counts it.
+                    let _ = self.buffer.push(cm_clock::now(), frame);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Hand the buffer's head to the CM whenever nothing of ours waits in
+    /// its queue (the grant comes when the window allows).
+    fn feed(&mut self) -> Result<(), ProxyError> {
+        let Channel::Cm(cc) = &mut self.channel else {
+            return Ok(());
+        };
+        cc.drive()?;
+        while cc.stats().queued_bytes == 0 {
+            let Some((frame, _)) = self.buffer.pop(cm_clock::now()) else {
+                break;
+            };
+            match cc.send(&frame) {
+                Ok(_) => self.report.sent += 1,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // The receiver sends no data; reading drives the acknowledgements.
+        loop {
+            match cc.recv(&mut self.buf) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Errors that lose one datagram, not the session.
+pub(crate) fn is_transient(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::ConnectionRefused
+    ) || e.raw_os_error() == Some(rustix::io::Errno::NOBUFS.raw_os_error())
+}
+
+impl Relay for VatSender {
+    fn step(&mut self) -> Result<(), ProxyError> {
+        self.make_frames()?;
+        self.feed()
+    }
+
+    fn wake(&mut self) -> Result<Duration, ProxyError> {
+        let mut t = self.next_frame.saturating_duration_since(Instant::now());
+        if let Channel::Cm(cc) = &mut self.channel {
+            if let Some(d) = cc.next_timeout()? {
+                t = t.min(d);
+            }
+            if !self.buffer.is_empty() {
+                t = t.min(Duration::from_millis(1));
+            }
+        }
+        Ok(t)
+    }
+
+    /// The last frame is made and the buffer is empty.
+    fn finished(&self) -> bool {
+        self.done() && self.buffer.is_empty()
+    }
+
+    fn fds(&self) -> Vec<BorrowedFd<'_>> {
+        match &self.channel {
+            Channel::Cm(cc) => vec![cc.as_fd()],
+            Channel::Udp(s) => vec![s.as_fd()],
+        }
+    }
+}
