@@ -2,8 +2,8 @@
 # Runs the README's short commands as they are written there (each is first
 # looked up verbatim in README.md, so the README cannot drift from what is
 # run): the daemon with `cm flow` and `cm stat`, the CC-UDP example, the C
-# example, `cm demo --help`, one simulated scenario, `cm select` and the
-# build of `cm wrap`. The demo itself, the
+# example, `cm demo --help`, one simulated scenario, `cm select`, the
+# build of `cm wrap` and `cm vat`. The demo itself, the
 # experiments, the benchmarks and the root-only commands have their own
 # steps in scripts/test.sh. Bounded: every command but the daemon has a
 # timeout, and the daemon is stopped on every exit.
@@ -50,4 +50,13 @@ run 'cargo run --release -p cm -- demo --help' >/dev/null
 run 'cargo run --release -p cm -- sim experiments/scenarios/web4-cm.toml' >/dev/null
 run 'cargo run --release -p cm -- select --profile datagram --delay-ms 150 --rate 64k --behaviour app-limited'
 run 'cargo build --release -p cm -p cm-wrap'
+
+# The vat pair: the receiver stops 3 s after the sender's last frame.
+in_readme 'cargo run --release -p cm -- vat recv --listen 127.0.0.1:5004 &'
+timeout 60 cargo run --release --locked -q -p cm -- vat recv --listen 127.0.0.1:5004 >/tmp/cm-readme-vat.json 2>/dev/null &
+vat_pid=$!
+sleep 1
+run 'cargo run --release -p cm -- vat send --to 127.0.0.1:5004 --secs 10' >/dev/null
+wait "$vat_pid"
+grep -q '"frames": *[1-9]' /tmp/cm-readme-vat.json || { echo "error: cm vat recv got no frames" >&2; cat /tmp/cm-readme-vat.json >&2; exit 1; }
 echo "ok: the README's short commands run as written"

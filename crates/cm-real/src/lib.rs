@@ -18,6 +18,7 @@
 //! | `real-probe-feedback` | sigcomm1999 §4.2–4.3 | `median_ratio_reno` (CC-UDP on probes alone ÷ Reno), fallback, restart |
 //! | `real-collapse` | transport-selection-middleware §3, Figs 2–3 | `udp_collapse_ratio`, `cc_to_bottleneck` (Fig 1 topology, UDP vs CM proxies) |
 //! | `real-voip-proxy` | §4.3, Figs 6–7, Table 1 | `with_proxies_worst_off_capacity`, `without_fall_1x1_to_10x10`, delays per branch |
+//! | `real-vat` | cm-implementation-linux §3.6, Fig 2 | `head_p95_to_fifo_p95`, `head_rate_to_reno_mean` (vat's drop-from-head vs FIFO buffer vs raw UDP beside Reno) |
 //! | `real-wrap` | transport-selection-middleware §3, §4.3 | `wrapped_udp_to_tcp`, `unwrapped_udp_link_share` (an unmodified `iperf3 -u` under `cm wrap`) |
 //!
 //! They need root (namespaces, qdiscs, TUN devices) and say so. Paths are
@@ -40,6 +41,7 @@ pub mod probe_feedback;
 pub mod sharing;
 pub mod tcp_friendly;
 pub mod throughput;
+pub mod vat;
 pub mod voip;
 pub mod wrap;
 
@@ -94,6 +96,11 @@ pub const EXPERIMENTS: &[(&str, &str, RealFn)] = &[
         "real-voip-proxy",
         "transport-selection-middleware Figs 6-7, Table 1: VoIP senders with and without CM proxies (TFRC, MAXQ) on Fig 1 (root)",
         voip::run_voip,
+    ),
+    (
+        "real-vat",
+        "cm-implementation-linux §3.6, Fig 2: vat audio with drop-from-head vs FIFO buffering vs raw UDP, beside 5 Linux Reno transfers (root)",
+        vat::run,
     ),
     (
         "real-wrap",

@@ -20,6 +20,7 @@ mod stat_view;
 mod top_cmd;
 mod ttcp_bench_cmd;
 mod ttcp_cmd;
+mod vat_cmd;
 mod wait;
 mod wrap_cmd;
 
@@ -77,6 +78,11 @@ enum Command {
     /// application's datagrams and sends them through a congestion-
     /// controlled channel with a small queue; `cm proxy egress` delivers.
     Proxy(proxy_cmd::ProxyArgs),
+    /// vat-style interactive audio over the CM: `cm vat send` polices a
+    /// 64 kbit/s source to the CM's rate and sends from a drop-from-head
+    /// buffer as the CM grants; `cm vat recv` reports one-way delay,
+    /// jitter and loss.
+    Vat(vat_cmd::VatArgs),
     /// The receiver CM for `cm wrap` senders: count arriving UDP datagrams
     /// and answer probes (root).
     Receiver(wrap_cmd::ReceiverArgs),
@@ -108,6 +114,7 @@ fn main() -> std::process::ExitCode {
         Command::Bench(a) => ok(bench_load::run(&a)),
         Command::Wrap(a) => ok(wrap_cmd::run(&a)),
         Command::Proxy(a) => ok(proxy_cmd::run(&a)),
+        Command::Vat(a) => ok(vat_cmd::run(&a)),
         Command::Receiver(a) => ok(wrap_cmd::run_receiver(&a)),
         Command::Select(a) => ok(select_cmd::run(&a)),
     };

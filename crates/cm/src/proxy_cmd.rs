@@ -73,19 +73,19 @@ struct EgressArgs {
 }
 
 #[derive(Debug, Args)]
-struct Common {
+pub(crate) struct Common {
     /// Stop after this many seconds (default: until SIGINT/SIGTERM).
     #[arg(long)]
-    secs: Option<f64>,
-    /// Print the counts as JSON when done.
+    pub(crate) secs: Option<f64>,
+    /// Print the counts as pretty JSON when done.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Print the counts to stderr every this many seconds.
     #[arg(long)]
-    every: Option<f64>,
+    pub(crate) every: Option<f64>,
 }
 
-fn positive(name: &str, v: Option<f64>) -> anyhow::Result<Option<Duration>> {
+pub(crate) fn positive(name: &str, v: Option<f64>) -> anyhow::Result<Option<Duration>> {
     match v {
         None => Ok(None),
         Some(s) if s.is_finite() && s > 0.0 => Ok(Some(Duration::from_secs_f64(s))),
@@ -102,13 +102,14 @@ fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-/// Relay with `end` until stopped (printing its counts every `every`),
-/// then print them once more.
-fn relay<R: Relay, T: serde::Serialize>(
+/// Relay with `end` until stopped or [`Relay::finished`] (printing
+/// `progress` to stderr every `every`), then print its report.
+pub(crate) fn relay<R: Relay, T: serde::Serialize>(
     end: &mut R,
     cm: &SharedCm,
     common: &Common,
     report: impl Fn(&R) -> T,
+    progress: impl Fn(&R) -> String,
 ) -> anyhow::Result<()> {
     let until = positive("secs", common.secs)?.map(|d| Instant::now() + d);
     let every = positive("every", common.every)?;
@@ -120,10 +121,13 @@ fn relay<R: Relay, T: serde::Serialize>(
             (s, u) => s.or(u),
         };
         run_all(std::slice::from_mut(end), cm, &stop, next)?;
-        if stop.load(Ordering::Relaxed) || until.is_some_and(|u| Instant::now() >= u) {
+        if stop.load(Ordering::Relaxed)
+            || until.is_some_and(|u| Instant::now() >= u)
+            || end.finished()
+        {
             break;
         }
-        eprintln!("{}", serde_json::to_string(&report(end))?);
+        eprintln!("{}", progress(end));
     }
     let json = serde_json::to_value(report(end))?;
     if common.json {
@@ -132,6 +136,10 @@ fn relay<R: Relay, T: serde::Serialize>(
         println!("{json}");
     }
     Ok(())
+}
+
+fn json_line(v: &impl serde::Serialize) -> String {
+    serde_json::to_string(v).unwrap_or_default()
 }
 
 /// Run one end until stopped; print its counts.
@@ -169,7 +177,9 @@ pub fn run(a: &ProxyArgs) -> anyhow::Result<()> {
                 cfg.maxq,
                 cfg.overflow
             );
-            relay(&mut p, &cm, &i.common, Ingress::report)
+            relay(&mut p, &cm, &i.common, Ingress::report, |p| {
+                json_line(&p.report())
+            })
         }
         End::Egress(e) => {
             let cfg = EgressConfig {
@@ -182,7 +192,9 @@ pub fn run(a: &ProxyArgs) -> anyhow::Result<()> {
                 p.local_addr()?,
                 cfg.deliver
             );
-            relay(&mut p, &cm, &e.common, Egress::report)
+            relay(&mut p, &cm, &e.common, Egress::report, |p| {
+                json_line(&p.report())
+            })
         }
     }
 }
