@@ -3,9 +3,11 @@
 //!
 //! | module | paper | what |
 //! |---|---|---|
+//! | [`alf`] | cm-implementation-linux §3.5 | request/callback over the CC-UDP wire: the datagram is chosen at the grant |
 //! | [`vat`] | cm-implementation-linux §3.6, Fig 2 | interactive CBR audio: a policer for long-term adaptation, an application buffer (drop-from-head or drop-tail) that feeds the socket only when the CM grants, and a receiver reporting one-way delay, jitter and loss |
 //!
 //! The command line is `cm vat send|recv` (crate `cm`); the experiment
 //! on an emulated path is `cm experiment real-vat` (crate `cm-real`).
 
+pub mod alf;
 pub mod vat;

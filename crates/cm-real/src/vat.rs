@@ -1,7 +1,8 @@
 //! `real-vat` — vat-style interactive audio (cm-implementation-linux §3.6,
 //! Fig 2) on an emulated path shared with Linux Reno transfers.
 //!
-//! Three 64 kbit/s vat senders (20 ms frames of 160 bytes) run at once
+//! Three 64 kbit/s vat senders (20 ms frames of 160 bytes, sent through
+//! [`cm_apps::alf::AlfChannel`]: the frame is chosen at the grant) run at once
 //! beside the same Reno transfers: through the CM with the paper's
 //! drop-from-head buffer, through the CM with a FIFO (drop-tail) buffer of
 //! the same size, and over plain UDP. The two CM senders share one CM and

@@ -201,7 +201,7 @@ fn real_voip_proxies_hold_the_capacity_at_every_count() {
 /// mean wait in the buffer) without sending more. The experiment's stricter check (drop-from-head's 95th
 /// percentile at most half of FIFO's) is reported by `cm experiment
 /// real-vat` and not asserted: the network's queue is in both delays, and
-/// the quick runs give 0.68 to 0.70 (docs/apps.md).
+/// the runs give 0.51 to 0.55 (docs/apps.md).
 #[test]
 fn real_vat_drop_from_head_delays_less_than_a_fifo() {
     let Some(_serial) = root() else { return };

@@ -64,6 +64,18 @@ pub enum Status {
 }
 
 impl CmEvent {
+    /// The flow the event is about (`None` for [`CmEvent::Status`]).
+    pub fn flow(&self) -> Option<FlowId> {
+        match *self {
+            CmEvent::Send { flow, .. }
+            | CmEvent::Update { flow, .. }
+            | CmEvent::GrantExpired { flow, .. }
+            | CmEvent::FlowReclaimed { flow }
+            | CmEvent::Error { flow, .. } => Some(flow),
+            CmEvent::Status { .. } => None,
+        }
+    }
+
     /// The event with the application's flow id (`to_app`: the CM's ids
     /// to the application's, empty before any move).
     pub(crate) fn to_app(self, to_app: &cm_core::idhash::IdMap<FlowId, FlowId>) -> CmEvent {

@@ -453,3 +453,43 @@ both_modes!(
         assert_eq!(cm.backlog(f).unwrap(), 0);
     }
 );
+
+both_modes!(
+    poll_event_for_leaves_other_flows_events_queued,
+    |h: &common::Harness| {
+        let mut cm = h.cm();
+        let a = cm.open(None, dst(9)).unwrap();
+        let b = cm.open(None, dst(10)).unwrap();
+        cm.request(a).unwrap();
+        cm.request(b).unwrap();
+        let deadline = std::time::Instant::now() + StdDuration::from_secs(2);
+        // b's grant, taken first although a asked first.
+        let ev = loop {
+            if let Some(ev) = cm.poll_event_for(b).unwrap() {
+                break ev;
+            }
+            assert!(std::time::Instant::now() < deadline, "no grant for b");
+            cm.wait(Some(StdDuration::from_millis(20))).unwrap();
+        };
+        assert!(
+            matches!(ev, CmEvent::Send { flow, .. } if flow == b),
+            "{ev:?}"
+        );
+        assert_eq!(ev.flow(), Some(b));
+        // a's grant is still there for a, and nothing more for b.
+        assert_eq!(cm.poll_event_for(b).unwrap(), None);
+        let ev = loop {
+            if let Some(ev) = cm.poll_event_for(a).unwrap() {
+                break ev;
+            }
+            assert!(std::time::Instant::now() < deadline, "no grant for a");
+            cm.wait(Some(StdDuration::from_millis(20))).unwrap();
+        };
+        assert!(
+            matches!(ev, CmEvent::Send { flow, .. } if flow == a),
+            "{ev:?}"
+        );
+        cm.notify(a, 0).unwrap();
+        cm.notify(b, 0).unwrap();
+    }
+);

@@ -1,6 +1,9 @@
 //! The vat sender (cm-implementation-linux §3.6, Fig 2): a CBR source, the
-//! [`Policer`], the application buffer ([`MaxQueue`]) and the socket, fed
-//! one frame at a time when the CM has room for it.
+//! [`Policer`], the application buffer ([`MaxQueue`]) and an
+//! [`AlfChannel`]: while the buffer holds a frame the sender keeps one
+//! request outstanding, and at each grant it sends the buffer's head, so
+//! no frame waits anywhere but in the buffer (vat "needs to act like an
+//! ALF application", §3.6).
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -9,7 +12,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cm_force::proxy::{ProxyError, Relay};
 use cm_transport::maxq::MaxQueue;
-use libcm::ccudp::{CcUdpSocket, SharedCm};
+use libcm::ccudp::SharedCm;
+
+use crate::alf::AlfChannel;
 use serde::Serialize;
 
 use super::{Frame, Policer, Transport, VatConfig};
@@ -32,7 +37,7 @@ pub struct SenderReport {
     pub left: u64,
     /// Mean wait in the application buffer, ms.
     pub mean_buffer_ms: f64,
-    /// Channel datagrams the receiver acknowledged (through the CM).
+    /// Frames the receiver acknowledged (through the CM).
     pub acked: u64,
     /// Channel datagrams declared lost in the network (through the CM).
     pub lost: u64,
@@ -43,13 +48,14 @@ pub struct SenderReport {
 }
 
 enum Channel {
-    Cm(Box<CcUdpSocket>),
+    Cm(Box<AlfChannel>),
     Udp(UdpSocket),
 }
 
 /// The sender; drive it with [`cm_force::proxy::run_all`] (or
 /// [`Relay::step`] in a loop of your own) until [`VatSender::done`].
 pub struct VatSender {
+    cm: SharedCm,
     cfg: VatConfig,
     channel: Channel,
     buffer: MaxQueue<Vec<u8>>,
@@ -58,7 +64,6 @@ pub struct VatSender {
     next_frame: Instant,
     seq: u64,
     report: SenderReport,
-    buf: Vec<u8>,
 }
 
 fn setup<T>(what: &str, r: io::Result<T>) -> Result<T, ProxyError> {
@@ -83,12 +88,14 @@ impl VatSender {
         };
         let channel = match cfg.transport {
             Transport::Cm => {
-                let mut cc = setup("opening the channel", CcUdpSocket::bind(cm, any))?;
-                // Feedback is the receiver's acknowledgements.
-                cc.set_cm_protocol(false);
-                setup("connecting", cc.connect(to))?;
-                setup("non-blocking", cc.set_nonblocking(true))?;
-                Channel::Cm(Box::new(cc))
+                let mut c = cm.try_borrow_mut().map_err(|_| ProxyError::Setup {
+                    what: "the CM is in use".into(),
+                    source: io::Error::other("borrowed"),
+                })?;
+                Channel::Cm(Box::new(setup(
+                    "opening the channel",
+                    AlfChannel::open(&mut c, to),
+                )?))
             }
             Transport::Udp => {
                 let s = setup("binding", UdpSocket::bind(any))?;
@@ -100,6 +107,7 @@ impl VatSender {
         let depth = 2 * (cfg.frame_bytes + CHANNEL_HEADER);
         let now = Instant::now();
         Ok(VatSender {
+            cm: SharedCm::clone(cm),
             buffer: MaxQueue::new(cfg.buffer, cfg.overflow),
             policer: Policer::new(cfg.policer_window, depth),
             channel,
@@ -107,7 +115,6 @@ impl VatSender {
             next_frame: now,
             seq: 0,
             report: SenderReport::default(),
-            buf: vec![0u8; 2048],
             cfg,
         })
     }
@@ -124,8 +131,8 @@ impl VatSender {
         r.buffer_drops = q.dropped;
         r.left = self.buffer.len() as u64;
         r.mean_buffer_ms = q.mean_wait().map_or(0.0, |d| d.as_secs_f64() * 1e3);
-        if let Channel::Cm(cc) = &self.channel {
-            let s = cc.stats();
+        if let Channel::Cm(c) = &self.channel {
+            let s = c.counters();
             (r.acked, r.lost, r.timeouts) = (s.acked, s.lost, s.timeouts);
             r.policer_rate = self.policer.rate();
         }
@@ -155,8 +162,13 @@ impl VatSender {
                     Err(e) if is_transient(&e) => {}
                     Err(e) => return Err(e.into()),
                 },
-                Channel::Cm(cc) => {
-                    let rate = cc.estimate()?.rate.map(|r| r.bytes_per_sec() as f64);
+                Channel::Cm(c) => {
+                    let rate = self
+                        .cm
+                        .borrow_mut()
+                        .query(c.flow())?
+                        .rate
+                        .map(|r| r.bytes_per_sec() as f64);
                     self.policer.observe(cm_clock::now(), rate);
                     if self.cfg.policer && !self.policer.admit(frame.len() + CHANNEL_HEADER) {
                         self.report.policed += 1;
@@ -171,30 +183,22 @@ impl VatSender {
         Ok(())
     }
 
-    /// Hand the buffer's head to the CM whenever nothing of ours waits in
-    /// its queue (the grant comes when the window allows).
+    /// Serve the channel: at each grant send the buffer's head (declining
+    /// if the buffer emptied), and keep a request outstanding while the
+    /// buffer holds a frame.
     fn feed(&mut self) -> Result<(), ProxyError> {
-        let Channel::Cm(cc) = &mut self.channel else {
+        let Channel::Cm(c) = &mut self.channel else {
             return Ok(());
         };
-        cc.drive()?;
-        while cc.stats().queued_bytes == 0 {
-            let Some((frame, _)) = self.buffer.pop(cm_clock::now()) else {
-                break;
-            };
-            match cc.send(&frame) {
-                Ok(_) => self.report.sent += 1,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        // The receiver sends no data; reading drives the acknowledgements.
-        loop {
-            match cc.recv(&mut self.buf) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e.into()),
-            }
+        let mut cm = self.cm.borrow_mut();
+        let (buffer, sent) = (&mut self.buffer, &mut self.report.sent);
+        c.drive(&mut cm, |_| {
+            let (frame, _) = buffer.pop(cm_clock::now())?;
+            *sent += 1;
+            Some(frame)
+        })?;
+        if !self.buffer.is_empty() {
+            c.request(&mut cm)?;
         }
         Ok(())
     }
@@ -216,12 +220,9 @@ impl Relay for VatSender {
 
     fn wake(&mut self) -> Result<Duration, ProxyError> {
         let mut t = self.next_frame.saturating_duration_since(Instant::now());
-        if let Channel::Cm(cc) = &mut self.channel {
-            if let Some(d) = cc.next_timeout()? {
+        if let Channel::Cm(c) = &self.channel {
+            if let Some(d) = c.next_timeout() {
                 t = t.min(d);
-            }
-            if !self.buffer.is_empty() {
-                t = t.min(Duration::from_millis(1));
             }
         }
         Ok(t)
@@ -234,7 +235,7 @@ impl Relay for VatSender {
 
     fn fds(&self) -> Vec<BorrowedFd<'_>> {
         match &self.channel {
-            Channel::Cm(cc) => vec![cc.as_fd()],
+            Channel::Cm(c) => vec![c.as_fd()],
             Channel::Udp(s) => vec![s.as_fd()],
         }
     }

@@ -5,6 +5,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use rustix::event::epoll;
 
+use cm_core::FlowId;
+
 use super::Cm;
 use crate::backend::Backend;
 use crate::error::CmError;
@@ -40,6 +42,24 @@ impl Cm {
             self.pump()?;
         }
         let ev = self.events.pop_front();
+        if let Some(ev) = &ev {
+            self.observe(ev);
+        }
+        Ok(ev)
+    }
+
+    /// The next ready event of `flow` (never blocks). Other flows' events
+    /// stay queued in their order, for their own owners: several
+    /// request/callback senders can share one `Cm` on one thread, each
+    /// taking only its grants.
+    pub fn poll_event_for(&mut self, flow: FlowId) -> Result<Option<CmEvent>, CmError> {
+        if !self.events.iter().any(|e| e.flow() == Some(flow)) || !self.buffered.is_empty() {
+            self.pump()?;
+        }
+        let Some(i) = self.events.iter().position(|e| e.flow() == Some(flow)) else {
+            return Ok(None);
+        };
+        let ev = self.events.remove(i);
         if let Some(ev) = &ev {
             self.observe(ev);
         }

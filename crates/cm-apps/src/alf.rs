@@ -1,0 +1,187 @@
+//! Application-level framing over the CC-UDP wire: the request/callback
+//! sender of cm-implementation-linux §3.5 ("defer data collection until
+//! they know they can send it").
+//!
+//! [`AlfChannel`] asks the CM for a grant ([`AlfChannel::request`]); when
+//! the grant comes, the application chooses the datagram *then* (the
+//! freshest frame, the layer `cm_query` allows now) through the closure it
+//! passes to [`AlfChannel::drive`]. The datagram goes out at once from a
+//! connected UDP socket with CC-UDP's data header, and the peer's
+//! CC-UDP acknowledgements (a [`CcUdpSocket`] at the other end) become
+//! `cm_update`s through the same sans-IO accounting `CcUdpSocket` uses
+//! (`cm_transport::ccudp::feedback`). Unlike `CcUdpSocket::send`, nothing
+//! is committed before the grant.
+//!
+//! [`AlfChannel::drive`] takes only its own flow's events
+//! (`Cm::poll_event_for`), so several channels, and other flows, can share
+//! one `Cm`; an application that also waits for other flows' events takes
+//! them with `Cm::poll_event` as usual.
+//!
+//! [`CcUdpSocket`]: libcm::ccudp::CcUdpSocket
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::time::Duration as StdDuration;
+
+use cm_core::FlowId;
+use cm_transport::ccudp::feedback::{Accounting, Counters};
+use cm_transport::ccudp::wire::{self, DATA_HEADER_LEN, DataHeader, Packet};
+use libcm::{Cm, CmEvent};
+
+fn cm_err(e: libcm::CmError) -> io::Error {
+    io::Error::other(e)
+}
+
+/// A request/callback sender to one peer.
+pub struct AlfChannel {
+    sock: UdpSocket,
+    flow: FlowId,
+    session: u16,
+    acct: Accounting,
+    requested: bool,
+    max_payload: usize,
+    out: Vec<u8>,
+    buf: Vec<u8>,
+    declined: u64,
+}
+
+impl AlfChannel {
+    /// A flow to `to` on `cm`, from a fresh UDP socket.
+    pub fn open(cm: &mut Cm, to: SocketAddr) -> io::Result<AlfChannel> {
+        let any: SocketAddr = if to.is_ipv4() {
+            SocketAddr::from(([0, 0, 0, 0], 0))
+        } else {
+            SocketAddr::from(([0u16; 8], 0))
+        };
+        let sock = UdpSocket::bind(any)?;
+        sock.connect(to)?;
+        sock.set_nonblocking(true)?;
+        let local = sock.local_addr()?;
+        let flow = cm.open(Some(local), to).map_err(cm_err)?;
+        let mtu = cm.mtu(flow).map_err(cm_err)? as usize;
+        let session = (std::process::id() as u16) ^ local.port().rotate_left(7);
+        Ok(AlfChannel {
+            sock,
+            flow,
+            session,
+            acct: Accounting::new(),
+            requested: false,
+            max_payload: mtu.saturating_sub(28 + DATA_HEADER_LEN),
+            out: Vec::with_capacity(2048),
+            buf: vec![0u8; 2048],
+            declined: 0,
+        })
+    }
+
+    /// The CM flow.
+    pub fn flow(&self) -> FlowId {
+        self.flow
+    }
+
+    /// The largest payload one grant carries.
+    pub fn max_payload(&self) -> usize {
+        self.max_payload
+    }
+
+    /// What the acknowledgements resolved so far.
+    pub fn counters(&self) -> Counters {
+        self.acct.counters
+    }
+
+    /// Grants declined (the application had nothing to send).
+    pub fn declined(&self) -> u64 {
+        self.declined
+    }
+
+    /// `cm_request`: ask for one grant, unless one is outstanding.
+    pub fn request(&mut self, cm: &mut Cm) -> io::Result<()> {
+        if !self.requested {
+            cm.request(self.flow).map_err(cm_err)?;
+            self.requested = true;
+        }
+        Ok(())
+    }
+
+    /// Read acknowledgements, report timeouts, and serve grants: for each
+    /// grant `fill` gives the payload to send now (at most
+    /// [`AlfChannel::max_payload`] bytes; `None` declines the grant).
+    pub fn drive(
+        &mut self,
+        cm: &mut Cm,
+        mut fill: impl FnMut(&mut Cm) -> Option<Vec<u8>>,
+    ) -> io::Result<()> {
+        self.read_acks(cm)?;
+        let now = cm_clock::now();
+        if self.acct.poll_timeout().is_some_and(|t| t <= now) {
+            if let Some(fb) = self.acct.handle_timeout(now) {
+                cm.update(self.flow, fb).map_err(cm_err)?;
+            }
+        }
+        while let Some(ev) = cm.poll_event_for(self.flow).map_err(cm_err)? {
+            let CmEvent::Send { .. } = ev else {
+                continue;
+            };
+            self.requested = false;
+            match fill(cm) {
+                Some(payload) if payload.len() <= self.max_payload => self.send(cm, &payload)?,
+                _ => {
+                    self.declined += 1;
+                    cm.notify(self.flow, 0).map_err(cm_err)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, cm: &mut Cm, payload: &[u8]) -> io::Result<()> {
+        let now = cm_clock::now();
+        let bytes = DATA_HEADER_LEN + payload.len();
+        let seq = self.acct.on_queued(bytes);
+        DataHeader {
+            session: self.session,
+            seq,
+            ts: wire::timestamp(now),
+        }
+        .encode(payload, &mut self.out);
+        // A full socket buffer or an ICMP error loses the datagram like
+        // the network would; the accounting finds it out.
+        let _ = self.sock.send(&self.out);
+        self.acct.on_departed(now);
+        cm.notify(self.flow, bytes as u64).map_err(cm_err)
+    }
+
+    fn read_acks(&mut self, cm: &mut Cm) -> io::Result<()> {
+        loop {
+            let n = match self.sock.recv(&mut self.buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+                Err(e) => return Err(e),
+            };
+            if let Ok(Packet::Ack(ack)) = wire::decode(&self.buf[..n]) {
+                if ack.session == self.session {
+                    if let Some(fb) = self.acct.on_ack(cm_clock::now(), &ack) {
+                        cm.update(self.flow, fb).map_err(cm_err)?;
+                    }
+                }
+            }
+        }
+    }
+
+    /// How long until the accounting's retransmission timeout, if data is
+    /// in flight.
+    pub fn next_timeout(&self) -> Option<StdDuration> {
+        let t = self.acct.poll_timeout()?;
+        let now = cm_clock::now();
+        Some(StdDuration::from_micros(
+            t.saturating_since(now).as_micros(),
+        ))
+    }
+}
+
+impl AsFd for AlfChannel {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.sock.as_fd()
+    }
+}
