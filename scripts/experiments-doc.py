@@ -131,6 +131,13 @@ PROSE = {
         "load, the drops moving from the routers to the proxies; Table 1's "
         "one-way delays beside ours.",
     },
+    "real-layered": {
+        "figure": "cm-implementation-linux Figs 8-9, §3.4-3.5 (layered streaming)",
+        "claim": "On a path whose rate goes 4 -> 1 -> 2.5 -> 4 Mbit/s beside one "
+        "Linux Reno flow, a layered server's layer follows the rate the path "
+        "leaves it, both when it reads cm_query at each grant (ALF) and when "
+        "it follows rate callbacks; ALF switches layers more often.",
+    },
     "real-vat": {
         "figure": "cm-implementation-linux §3.6, Fig 2 (vat interactive audio)",
         "claim": "vat through the CM, policed to the CM's long-term rate and sent "

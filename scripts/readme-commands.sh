@@ -3,7 +3,7 @@
 # looked up verbatim in README.md, so the README cannot drift from what is
 # run): the daemon with `cm flow` and `cm stat`, the CC-UDP example, the C
 # example, `cm demo --help`, one simulated scenario, `cm select`, the
-# build of `cm wrap` and `cm vat`. The demo itself, the
+# build of `cm wrap`, `cm vat` and `cm stream`. The demo itself, the
 # experiments, the benchmarks and the root-only commands have their own
 # steps in scripts/test.sh. Bounded: every command but the daemon has a
 # timeout, and the daemon is stopped on every exit.
@@ -59,4 +59,13 @@ sleep 1
 run 'cargo run --release -p cm -- vat send --to 127.0.0.1:5004 --secs 10' >/dev/null
 wait "$vat_pid"
 grep -q '"frames": *[1-9]' /tmp/cm-readme-vat.json || { echo "error: cm vat recv got no frames" >&2; cat /tmp/cm-readme-vat.json >&2; exit 1; }
+
+# The stream pair: the client stops 3 s after the server's last packet.
+in_readme 'cargo run --release -p cm -- stream play --listen 127.0.0.1:5020 &'
+timeout 60 cargo run --release --locked -q -p cm -- stream play --listen 127.0.0.1:5020 >/tmp/cm-readme-stream.json 2>/dev/null &
+stream_pid=$!
+sleep 1
+run 'cargo run --release -p cm -- stream serve --to 127.0.0.1:5020 --api alf --secs 10' >/dev/null
+wait "$stream_pid"
+grep -q '"played": *[1-9]' /tmp/cm-readme-stream.json || { echo "error: cm stream play played nothing" >&2; cat /tmp/cm-readme-stream.json >&2; exit 1; }
 echo "ok: the README's short commands run as written"

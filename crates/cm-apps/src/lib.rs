@@ -4,10 +4,12 @@
 //! | module | paper | what |
 //! |---|---|---|
 //! | [`alf`] | cm-implementation-linux §3.5 | request/callback over the CC-UDP wire: the datagram is chosen at the grant |
+//! | [`stream`] | cm-implementation-linux §3.4–3.5, Figs 8–9 | a layered server adapting by ALF (`cm_query` at each grant) or by rate callbacks, and a client playing out after a startup buffer |
 //! | [`vat`] | cm-implementation-linux §3.6, Fig 2 | interactive CBR audio: a policer for long-term adaptation, an application buffer (drop-from-head or drop-tail) that feeds the socket only when the CM grants, and a receiver reporting one-way delay, jitter and loss |
 //!
 //! The command line is `cm vat send|recv` (crate `cm`); the experiment
 //! on an emulated path is `cm experiment real-vat` (crate `cm-real`).
 
 pub mod alf;
+pub mod stream;
 pub mod vat;

@@ -18,6 +18,7 @@
 //! | `real-probe-feedback` | sigcomm1999 §4.2–4.3 | `median_ratio_reno` (CC-UDP on probes alone ÷ Reno), fallback, restart |
 //! | `real-collapse` | transport-selection-middleware §3, Figs 2–3 | `udp_collapse_ratio`, `cc_to_bottleneck` (Fig 1 topology, UDP vs CM proxies) |
 //! | `real-voip-proxy` | §4.3, Figs 6–7, Table 1 | `with_proxies_worst_off_capacity`, `without_fall_1x1_to_10x10`, delays per branch |
+//! | `real-layered` | cm-implementation-linux §3.4–3.5, Figs 8–9 | `worst_tracking_error`, `alf_switches_minus_rate`, `stream_to_reno_min/max` (layered streaming on a rate schedule) |
 //! | `real-vat` | cm-implementation-linux §3.6, Fig 2 | `head_p95_to_fifo_p95`, `head_rate_to_reno_mean` (vat's drop-from-head vs FIFO buffer vs raw UDP beside Reno) |
 //! | `real-wrap` | transport-selection-middleware §3, §4.3 | `wrapped_udp_to_tcp`, `unwrapped_udp_link_share` (an unmodified `iperf3 -u` under `cm wrap`) |
 //!
@@ -37,6 +38,7 @@ pub mod ensemble;
 pub mod error;
 pub mod forced;
 pub mod harness;
+pub mod layered;
 pub mod probe_feedback;
 pub mod sharing;
 pub mod tcp_friendly;
@@ -96,6 +98,11 @@ pub const EXPERIMENTS: &[(&str, &str, RealFn)] = &[
         "real-voip-proxy",
         "transport-selection-middleware Figs 6-7, Table 1: VoIP senders with and without CM proxies (TFRC, MAXQ) on Fig 1 (root)",
         voip::run_voip,
+    ),
+    (
+        "real-layered",
+        "cm-implementation-linux Figs 8-9: layered streaming (ALF vs rate callbacks) on a 4 -> 1 -> 2.5 -> 4 Mbit/s path beside Linux Reno (root)",
+        layered::run,
     ),
     (
         "real-vat",

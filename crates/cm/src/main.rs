@@ -17,6 +17,7 @@ mod sim_cmd;
 mod soak;
 mod stat_cmd;
 mod stat_view;
+mod stream_cmd;
 mod top_cmd;
 mod ttcp_bench_cmd;
 mod ttcp_cmd;
@@ -83,6 +84,10 @@ enum Command {
     /// buffer as the CM grants; `cm vat recv` reports one-way delay,
     /// jitter and loss.
     Vat(vat_cmd::VatArgs),
+    /// Layered streaming over the CM: `cm stream serve --api alf|rate`
+    /// picks the layer from cm_query at each grant or from rate
+    /// callbacks; `cm stream play` plays out and reports per second.
+    Stream(stream_cmd::StreamArgs),
     /// The receiver CM for `cm wrap` senders: count arriving UDP datagrams
     /// and answer probes (root).
     Receiver(wrap_cmd::ReceiverArgs),
@@ -115,6 +120,7 @@ fn main() -> std::process::ExitCode {
         Command::Wrap(a) => ok(wrap_cmd::run(&a)),
         Command::Proxy(a) => ok(proxy_cmd::run(&a)),
         Command::Vat(a) => ok(vat_cmd::run(&a)),
+        Command::Stream(a) => ok(stream_cmd::run(&a)),
         Command::Receiver(a) => ok(wrap_cmd::run_receiver(&a)),
         Command::Select(a) => ok(select_cmd::run(&a)),
     };

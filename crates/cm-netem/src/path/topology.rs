@@ -134,6 +134,11 @@ impl Path {
     }
 
     fn add_tbf(&self, dev: &str, rate_bps: u64, limit: u64) -> Result<()> {
+        self.tbf("add", dev, rate_bps, limit)
+    }
+
+    /// `tc qdisc add|change` of the bottleneck's `tbf` on `dev`.
+    fn tbf(&self, verb: &str, dev: &str, rate_bps: u64, limit: u64) -> Result<()> {
         let rtr = self.ns(Node::Router);
         let (rate, burst, limit) = (
             format!("{rate_bps}bit"),
@@ -143,11 +148,26 @@ impl Path {
         run(
             "tc",
             &[
-                "-n", rtr, "qdisc", "add", "dev", dev, "root", "tbf", "rate", &rate, "burst",
+                "-n", rtr, "qdisc", verb, "dev", dev, "root", "tbf", "rate", &rate, "burst",
                 &burst, "limit", &limit,
             ],
         )?;
         Ok(())
+    }
+
+    /// Change the sender → receiver bottleneck's rate while the path runs
+    /// (what is queued stays; the queue keeps its size in bytes). For
+    /// paths whose capacity follows a schedule (cm-implementation-linux
+    /// Figs 8–9).
+    pub fn set_rate(&self, rate_bps: u64) -> Result<()> {
+        if !(8_000..=100_000_000_000).contains(&rate_bps) {
+            return Err(crate::config::ConfigError::Rate(rate_bps).into());
+        }
+        let inner = self.lock();
+        if inner.torn_down {
+            return Err(NetemError::TornDown);
+        }
+        self.tbf("change", TUN_FORWARD, rate_bps, self.config.queue_bytes())
     }
 
     /// Give the receiver host another address, `10.k.2.(2 + n)` for

@@ -1,0 +1,114 @@
+//! The layered stream over loopback, both APIs.
+#![allow(clippy::unwrap_used)]
+
+use std::cell::RefCell;
+use std::net::{SocketAddr, UdpSocket};
+use std::rc::Rc;
+use std::sync::atomic::AtomicBool;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use cm_apps::stream::{
+    Api, ClientConfig, Layers, ServerReport, StreamClient, StreamReport, StreamServer,
+};
+use cm_force::proxy::run_all;
+use libcm::ccudp::SharedCm;
+
+fn cm() -> SharedCm {
+    Rc::new(RefCell::new(
+        libcm::Cm::embedded(libcm::Config::default()).unwrap(),
+    ))
+}
+
+fn client() -> (SocketAddr, thread::JoinHandle<StreamReport>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = thread::spawn(move || {
+        let cm = cm();
+        let cfg = ClientConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            layers: Layers::default(),
+            startup: Duration::from_millis(500),
+            idle: Duration::from_millis(1500),
+        };
+        let mut c = StreamClient::bind(&cm, cfg).unwrap();
+        tx.send(c.local_addr().unwrap()).unwrap();
+        let until = Instant::now() + Duration::from_secs(20);
+        run_all(
+            std::slice::from_mut(&mut c),
+            &cm,
+            &AtomicBool::new(false),
+            Some(until),
+        )
+        .unwrap();
+        c.report()
+    });
+    (rx.recv().unwrap(), h)
+}
+
+fn serve(to: SocketAddr, api: Api, secs: u64) -> ServerReport {
+    let cm = cm();
+    let mut s =
+        StreamServer::connect(&cm, to, Layers::default(), api, Duration::from_secs(secs)).unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    run_all(
+        std::slice::from_mut(&mut s),
+        &cm,
+        &AtomicBool::new(false),
+        Some(until),
+    )
+    .unwrap();
+    assert!(Instant::now() < until, "the server did not finish");
+    s.report()
+}
+
+/// Loopback carries the top layer: after the CM's first RTTs both servers
+/// send it, and the client plays every frame, none frozen.
+#[test]
+fn both_apis_reach_the_top_layer_on_loopback() {
+    for api in [Api::Alf, Api::Rate] {
+        let (to, h) = client();
+        let s = serve(to, api, 3);
+        let c = h.join().unwrap();
+        assert!(s.frames >= 75, "{api:?} {:?}", (s.frames, s.skipped));
+        let top = s.layers.iter().filter(|(_, l)| *l == 3).count();
+        assert!(
+            top * 10 >= s.layers.len() * 8,
+            "{api:?} layers {:?}",
+            s.layers
+        );
+        assert!(c.played >= 70, "{api:?} {c:?}");
+        assert_eq!(c.frozen, 0, "{api:?} {c:?}");
+        assert_eq!(c.malformed, 0);
+    }
+}
+
+#[test]
+fn garbage_is_counted_and_the_stream_still_plays() {
+    let (to, h) = client();
+    let junk = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for _ in 0..3 {
+        junk.send_to(b"garbage", to).unwrap();
+    }
+    thread::sleep(Duration::from_millis(100));
+    serve(to, Api::Alf, 2);
+    let c = h.join().unwrap();
+    assert!(c.malformed >= 3, "{c:?}");
+    assert!(c.played >= 40, "{c:?}");
+}
+
+#[test]
+fn a_vanished_client_leaves_the_server_finishing() {
+    let gone = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let to = gone.local_addr().unwrap();
+    drop(gone);
+    for api in [Api::Alf, Api::Rate] {
+        let started = Instant::now();
+        let s = serve(to, api, 2);
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "{api:?} {:?}",
+            started.elapsed()
+        );
+        assert!(s.frames > 0, "{api:?}");
+    }
+}

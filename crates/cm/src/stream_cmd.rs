@@ -1,0 +1,140 @@
+//! `cm stream serve|play`: layered streaming over the CM
+//! (cm-implementation-linux §3.4–3.5, Figs 8–9).
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use cm_apps::stream::{Api, ClientConfig, Layers, StreamClient, StreamServer};
+use libcm::ccudp::SharedCm;
+
+use crate::proxy_cmd::{Common, positive, relay};
+
+/// `cm stream`.
+#[derive(Debug, Args)]
+#[command(after_help = "Example: a minute of layered video from A to B.
+  on B:  cm stream play --listen 0.0.0.0:5020 --every 1
+  on A:  cm stream serve --to B:5020 --api alf --secs 60
+The source has 4 cumulative layers (0.25, 0.5, 1 and 1.75 Mbit/s) at 25
+frames/s. --api alf asks cm_query at each grant and sends the next packet of
+the current frame at the layer that rate carries; --api rate chooses the
+layer at each rate callback (cm_thresh at 3/4 and 4/3) and sends whole
+frames on its own clock into a 64 KiB buffer. The client plays after a
+startup buffer and prints, per --every seconds, frames played, frozen
+(base layer incomplete at play time), the layer and the goodput. Feedback
+to the server's CM is the client's CC-UDP acknowledgements.")]
+pub struct StreamArgs {
+    #[command(subcommand)]
+    end: End,
+}
+
+#[derive(Debug, Subcommand)]
+enum End {
+    /// The layered server.
+    Serve(ServeArgs),
+    /// The client: plays out and reports.
+    Play(PlayArgs),
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// The client (HOST:PORT).
+    #[arg(long)]
+    to: SocketAddr,
+    /// alf (request/callback, cm_query at each grant) or rate (rate callbacks).
+    #[arg(long, default_value = "alf")]
+    api: Api,
+    /// How long to stream, seconds.
+    #[arg(long, default_value_t = 30.0)]
+    secs: f64,
+    /// Print the report as pretty JSON when done.
+    #[arg(long)]
+    json: bool,
+    /// Print the counts to stderr every this many seconds.
+    #[arg(long)]
+    every: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+struct PlayArgs {
+    /// Where to listen (e.g. 0.0.0.0:5020).
+    #[arg(long)]
+    listen: SocketAddr,
+    /// Seconds of startup buffer before the first frame plays.
+    #[arg(long, default_value_t = 1.0)]
+    startup: f64,
+    /// Stop when nothing has come for this many seconds.
+    #[arg(long, default_value_t = 3.0)]
+    idle: f64,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// Run one end; print its report.
+pub fn run(a: &StreamArgs) -> anyhow::Result<()> {
+    let cm: SharedCm = Rc::new(RefCell::new(libcm::Cm::new().context("opening the CM")?));
+    match &a.end {
+        End::Serve(s) => {
+            let Some(duration) = positive("secs", Some(s.secs))? else {
+                bail!("--secs is required")
+            };
+            let mut sv = StreamServer::connect(&cm, s.to, Layers::default(), s.api, duration)?;
+            eprintln!(
+                "cm stream serve: {:?} to {} for {} s (layers 0.25/0.5/1/1.75 Mbit/s, 25 frames/s)",
+                s.api, s.to, s.secs
+            );
+            let common = Common {
+                secs: None,
+                json: s.json,
+                every: s.every,
+            };
+            relay(&mut sv, &cm, &common, StreamServer::report, |sv| {
+                let r = sv.report();
+                format!(
+                    "frames {} layer {} switches {} packets {} skipped {} buffer drops {}",
+                    r.frames,
+                    r.layers.last().map_or(0, |l| l.1),
+                    r.switches,
+                    r.packets,
+                    r.skipped,
+                    r.buffer_drops
+                )
+            })
+        }
+        End::Play(p) => {
+            let (Some(startup), Some(idle)) = (
+                positive("startup", Some(p.startup))?,
+                positive("idle", Some(p.idle))?,
+            ) else {
+                bail!("--startup and --idle are required")
+            };
+            let cfg = ClientConfig {
+                listen: p.listen,
+                layers: Layers::default(),
+                startup,
+                idle,
+            };
+            let mut c = StreamClient::bind(&cm, cfg)?;
+            eprintln!(
+                "cm stream play: listening on {}; plays {} s after the first packet, stops {} s after the last",
+                c.local_addr()?,
+                p.startup,
+                p.idle
+            );
+            relay(&mut c, &cm, &p.common, StreamClient::report, |c| {
+                let r = c.report();
+                let last = r.seconds.iter().rev().find(|s| s.frames > 0);
+                format!(
+                    "played {} frozen {} switches {} layer {:.1} goodput {:.0} kbit/s",
+                    r.played,
+                    r.frozen,
+                    r.switches,
+                    last.map_or(-1.0, |s| s.mean_layer),
+                    last.map_or(0.0, |s| s.goodput_bps / 1e3)
+                )
+            })
+        }
+    }
+}
