@@ -23,7 +23,7 @@ use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use cm_core::controller::ControllerConfig;
 use cm_transport::maxq::{MaxQueue, Overflow};
-use libcm::ccudp::{CcUdpSocket, FirstDatagram, SharedCm, first_datagram};
+use libcm::ccudp::{Accepting, CcUdpSocket, SharedCm};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use serde::Serialize;
 
@@ -339,8 +339,9 @@ impl Relay for Ingress {
 
 /// The egress end.
 pub struct Egress {
-    cc: Option<CcUdpSocket>,
-    listen: Option<UdpSocket>,
+    /// Until the ingress's first datagram the channel's peer is unknown:
+    /// the first CC-UDP sender becomes it.
+    chan: Accepting,
     cm: SharedCm,
     out: UdpSocket,
     deliver: SocketAddr,
@@ -352,11 +353,10 @@ pub struct Egress {
 impl Egress {
     /// Bind the channel port and a socket towards the destination.
     pub fn bind(cm: &SharedCm, cfg: &EgressConfig) -> Result<Egress, ProxyError> {
-        let listen = setup(
+        let chan = setup(
             format!("binding {}", cfg.listen),
-            UdpSocket::bind(cfg.listen),
+            Accepting::bind(cfg.listen),
         )?;
-        setup("non-blocking", listen.set_nonblocking(true))?;
         let any = if cfg.deliver.is_ipv4() {
             "0.0.0.0:0"
         } else {
@@ -366,8 +366,7 @@ impl Egress {
         setup("connecting the delivery socket", out.connect(cfg.deliver))?;
         setup("non-blocking", out.set_nonblocking(true))?;
         Ok(Egress {
-            cc: None,
-            listen: Some(listen),
+            chan,
             cm: SharedCm::clone(cm),
             out,
             deliver: cfg.deliver,
@@ -378,43 +377,22 @@ impl Egress {
 
     /// The channel port.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        match (&self.cc, &self.listen) {
-            (Some(c), _) => c.local_addr(),
-            (None, Some(l)) => l.local_addr(),
-            (None, None) => Err(io::Error::other("egress has no socket")),
-        }
-    }
-
-    /// Until the ingress's first datagram, the channel's peer is unknown:
-    /// peek at it (leaving it for CC-UDP) and connect.
-    fn accept(&mut self) -> Result<(), ProxyError> {
-        let Some(l) = &self.listen else { return Ok(()) };
-        let from = match first_datagram(l)? {
-            FirstDatagram::Peer(from) => from,
-            // Not CC-UDP: garbage, or a stray datagram (dropped).
-            FirstDatagram::Garbage => {
-                self.report.malformed += 1;
-                return Ok(());
-            }
-            FirstDatagram::Nothing => return Ok(()),
-        };
-        let Some(sock) = self.listen.take() else {
-            return Ok(());
-        };
-        let mut cc = CcUdpSocket::from_std(&self.cm, sock)?;
-        cc.connect(from)?;
-        cc.set_nonblocking(true)?;
-        self.report.ingress = Some(from.to_string());
-        self.cc = Some(cc);
-        Ok(())
+        self.chan.local_addr()
     }
 
     /// One round: deliver what arrived, carry replies back. Never blocks.
     pub fn step(&mut self) -> Result<(), ProxyError> {
-        self.accept()?;
-        let Some(cc) = &mut self.cc else {
+        // Not CC-UDP in front of the first channel datagram: garbage, or
+        // a stray datagram (dropped).
+        if self.chan.poll(&self.cm)? {
+            self.report.malformed += 1;
+        }
+        let Some(cc) = self.chan.socket() else {
             return Ok(());
         };
+        if self.report.ingress.is_none() {
+            self.report.ingress = cc.peer_addr().ok().map(|a| a.to_string());
+        }
         let buf = &mut self.buf;
         loop {
             match cc.recv(buf) {
@@ -466,7 +444,7 @@ impl Relay for Egress {
     }
 
     fn wake(&mut self) -> Result<StdDuration, ProxyError> {
-        Ok(match &mut self.cc {
+        Ok(match self.chan.socket() {
             Some(cc) => cc.next_timeout()?.unwrap_or(StdDuration::from_millis(200)),
             None => StdDuration::from_millis(200),
         })
@@ -474,11 +452,7 @@ impl Relay for Egress {
 
     fn fds(&self) -> Vec<BorrowedFd<'_>> {
         let mut fds = vec![self.out.as_fd()];
-        match (&self.cc, &self.listen) {
-            (Some(c), _) => fds.push(c.as_fd()),
-            (None, Some(l)) => fds.push(l.as_fd()),
-            (None, None) => {}
-        }
+        fds.extend(self.chan.fd());
         fds
     }
 }

@@ -5,12 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::net::SocketAddr;
+use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
 use cm_force::proxy::{ProxyError, Relay};
-use libcm::ccudp::{CcUdpSocket, FirstDatagram, SharedCm, first_datagram};
+use libcm::ccudp::{Accepting, SharedCm};
 use serde::Serialize;
 
 use super::{Layers, Piece};
@@ -80,17 +80,11 @@ impl FrameState {
     }
 }
 
-enum Socket {
-    Listening(UdpSocket),
-    Cm(Box<CcUdpSocket>),
-    Gone,
-}
-
 /// The client; drive it with [`cm_force::proxy::run_all`].
 pub struct StreamClient {
     cm: SharedCm,
     cfg: ClientConfig,
-    socket: Socket,
+    socket: Accepting,
     frames: BTreeMap<u32, FrameState>,
     first: Option<(Instant, u32)>,
     next_play: u32,
@@ -106,15 +100,14 @@ pub struct StreamClient {
 impl StreamClient {
     /// Listen on `cfg.listen`.
     pub fn bind(cm: &SharedCm, cfg: ClientConfig) -> Result<StreamClient, ProxyError> {
-        let s = UdpSocket::bind(cfg.listen).map_err(|source| ProxyError::Setup {
+        let socket = Accepting::bind(cfg.listen).map_err(|source| ProxyError::Setup {
             what: format!("binding {}", cfg.listen),
             source,
         })?;
-        s.set_nonblocking(true)?;
         Ok(StreamClient {
             cm: SharedCm::clone(cm),
             cfg,
-            socket: Socket::Listening(s),
+            socket,
             frames: BTreeMap::new(),
             first: None,
             next_play: 0,
@@ -129,11 +122,7 @@ impl StreamClient {
 
     /// Where it listens.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        match &self.socket {
-            Socket::Listening(s) => s.local_addr(),
-            Socket::Cm(c) => c.local_addr(),
-            Socket::Gone => Err(io::Error::other("client has no socket")),
-        }
+        self.socket.local_addr()
     }
 
     /// The report so far.
@@ -228,34 +217,14 @@ impl StreamClient {
             }
         }
     }
-
-    fn accept(&mut self) -> Result<(), ProxyError> {
-        let Socket::Listening(l) = &self.socket else {
-            return Ok(());
-        };
-        let from = match first_datagram(l)? {
-            FirstDatagram::Peer(from) => from,
-            FirstDatagram::Garbage => {
-                self.report.malformed += 1;
-                return Ok(());
-            }
-            FirstDatagram::Nothing => return Ok(()),
-        };
-        let Socket::Listening(l) = std::mem::replace(&mut self.socket, Socket::Gone) else {
-            return Ok(());
-        };
-        let mut cc = CcUdpSocket::from_std(&self.cm, l)?;
-        cc.connect(from)?;
-        cc.set_nonblocking(true)?;
-        self.socket = Socket::Cm(Box::new(cc));
-        Ok(())
-    }
 }
 
 impl Relay for StreamClient {
     fn step(&mut self) -> Result<(), ProxyError> {
-        self.accept()?;
-        while let Socket::Cm(cc) = &mut self.socket {
+        if self.socket.poll(&self.cm)? {
+            self.report.malformed += 1;
+        }
+        while let Some(cc) = self.socket.socket() {
             match cc.recv(&mut self.buf) {
                 Ok(n) => self.take(n),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -267,20 +236,16 @@ impl Relay for StreamClient {
     }
 
     fn wake(&mut self) -> Result<Duration, ProxyError> {
-        let t = match &mut self.socket {
-            Socket::Cm(cc) => cc.next_timeout()?.unwrap_or(Duration::from_millis(200)),
-            _ => Duration::from_millis(200),
+        let t = match self.socket.socket() {
+            Some(cc) => cc.next_timeout()?.unwrap_or(Duration::from_millis(200)),
+            None => Duration::from_millis(200),
         };
         // The next frame's play time.
         Ok(t.min(self.cfg.layers.interval()))
     }
 
     fn fds(&self) -> Vec<BorrowedFd<'_>> {
-        match &self.socket {
-            Socket::Listening(s) => vec![s.as_fd()],
-            Socket::Cm(c) => vec![c.as_fd()],
-            Socket::Gone => Vec::new(),
-        }
+        self.socket.fd().into_iter().collect()
     }
 
     /// Nothing arrived for [`ClientConfig::idle`].

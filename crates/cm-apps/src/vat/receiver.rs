@@ -8,7 +8,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cm_force::proxy::{ProxyError, Relay};
-use libcm::ccudp::{CcUdpSocket, FirstDatagram, SharedCm, first_datagram};
+use libcm::ccudp::{Accepting, SharedCm};
 
 use super::stats::Tally;
 use super::{Frame, Transport, VatReport};
@@ -25,12 +25,9 @@ pub struct ReceiverConfig {
 }
 
 enum Socket {
-    /// Through the CM, before the first CC-UDP datagram names the peer.
-    Listening(UdpSocket),
-    Cm(Box<CcUdpSocket>),
+    /// Through the CM: the first CC-UDP sender is the peer.
+    Cm(Accepting),
     Udp(UdpSocket),
-    /// Between states (never seen outside `step`).
-    Gone,
 }
 
 /// The receiver; drive it with [`cm_force::proxy::run_all`] until
@@ -60,7 +57,7 @@ impl VatReceiver {
         })?;
         s.set_nonblocking(true)?;
         let socket = match cfg.transport {
-            Transport::Cm => Socket::Listening(s),
+            Transport::Cm => Socket::Cm(Accepting::Listening(s)),
             Transport::Udp => Socket::Udp(s),
         };
         Ok(VatReceiver {
@@ -77,9 +74,8 @@ impl VatReceiver {
     /// Where it listens.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         match &self.socket {
-            Socket::Listening(s) | Socket::Udp(s) => s.local_addr(),
-            Socket::Cm(c) => c.local_addr(),
-            Socket::Gone => Err(io::Error::other("receiver has no socket")),
+            Socket::Udp(s) => s.local_addr(),
+            Socket::Cm(a) => a.local_addr(),
         }
     }
 
@@ -109,42 +105,28 @@ impl VatReceiver {
             None => self.tally.malformed(),
         }
     }
-
-    fn accept(&mut self) -> Result<(), ProxyError> {
-        let Socket::Listening(l) = &self.socket else {
-            return Ok(());
-        };
-        let from = match first_datagram(l)? {
-            FirstDatagram::Peer(from) => from,
-            FirstDatagram::Garbage => {
-                self.tally.malformed();
-                return Ok(());
-            }
-            FirstDatagram::Nothing => return Ok(()),
-        };
-        let Socket::Listening(l) = std::mem::replace(&mut self.socket, Socket::Gone) else {
-            return Ok(());
-        };
-        let mut cc = CcUdpSocket::from_std(&self.cm, l)?;
-        cc.connect(from)?;
-        cc.set_nonblocking(true)?;
-        self.peer = Some(from);
-        self.socket = Socket::Cm(Box::new(cc));
-        Ok(())
-    }
 }
 
 impl Relay for VatReceiver {
     fn step(&mut self) -> Result<(), ProxyError> {
-        self.accept()?;
+        if let Socket::Cm(a) = &mut self.socket {
+            if a.poll(&self.cm)? {
+                self.tally.malformed();
+            }
+            if self.peer.is_none() {
+                self.peer = a.socket_ref().and_then(|c| c.peer_addr().ok());
+            }
+        }
         loop {
             let r = match &mut self.socket {
-                Socket::Cm(cc) => cc.recv(&mut self.buf),
+                Socket::Cm(a) => match a.socket() {
+                    Some(cc) => cc.recv(&mut self.buf),
+                    None => return Ok(()),
+                },
                 Socket::Udp(s) => s.recv_from(&mut self.buf).map(|(n, from)| {
                     self.peer.get_or_insert(from);
                     n
                 }),
-                Socket::Listening(_) | Socket::Gone => return Ok(()),
             };
             match r {
                 Ok(n) => self.take(n),
@@ -153,16 +135,23 @@ impl Relay for VatReceiver {
             }
         }
         // Garbage the channel refused counts too.
-        if let Socket::Cm(cc) = &self.socket {
+        if let Some(cc) = match &self.socket {
+            Socket::Cm(a) => a.socket_ref(),
+            Socket::Udp(_) => None,
+        } {
             self.tally.set_channel_malformed(cc.stats().malformed);
         }
         Ok(())
     }
 
     fn wake(&mut self) -> Result<Duration, ProxyError> {
-        Ok(match &mut self.socket {
-            Socket::Cm(cc) => cc.next_timeout()?.unwrap_or(Duration::from_millis(200)),
-            _ => Duration::from_millis(200),
+        let cc = match &mut self.socket {
+            Socket::Cm(a) => a.socket(),
+            Socket::Udp(_) => None,
+        };
+        Ok(match cc {
+            Some(cc) => cc.next_timeout()?.unwrap_or(Duration::from_millis(200)),
+            None => Duration::from_millis(200),
         })
     }
 
@@ -173,9 +162,8 @@ impl Relay for VatReceiver {
 
     fn fds(&self) -> Vec<BorrowedFd<'_>> {
         match &self.socket {
-            Socket::Listening(s) | Socket::Udp(s) => vec![s.as_fd()],
-            Socket::Cm(c) => vec![c.as_fd()],
-            Socket::Gone => Vec::new(),
+            Socket::Udp(s) => vec![s.as_fd()],
+            Socket::Cm(a) => a.fd().into_iter().collect(),
         }
     }
 }

@@ -92,7 +92,7 @@ mod socket;
 
 pub use cm_transport::ccudp::{feedback, receiver, wire};
 
-pub use accept::{FirstDatagram, first_datagram};
+pub use accept::{Accepting, FirstDatagram, first_datagram};
 pub use cm_proto::ProberConfig;
 pub use proto::ProtoStats;
 pub use socket::{CcUdpSocket, CcUdpStats, DEFAULT_RECV_QUEUE, SharedCm};
