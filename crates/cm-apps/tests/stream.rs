@@ -1,63 +1,37 @@
 //! The layered stream over loopback, both APIs.
 #![allow(clippy::unwrap_used)]
 
-use std::cell::RefCell;
 use std::net::{SocketAddr, UdpSocket};
-use std::rc::Rc;
-use std::sync::atomic::AtomicBool;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use cm_apps::stream::{
     Api, ClientConfig, Layers, ServerReport, StreamClient, StreamReport, StreamServer,
 };
-use cm_force::proxy::run_all;
-use libcm::ccudp::SharedCm;
-
-fn cm() -> SharedCm {
-    Rc::new(RefCell::new(
-        libcm::Cm::embedded(libcm::Config::default()).unwrap(),
-    ))
-}
+mod common;
+use common::cm;
 
 fn client() -> (SocketAddr, thread::JoinHandle<StreamReport>) {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let h = thread::spawn(move || {
-        let cm = cm();
-        let cfg = ClientConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            layers: Layers::default(),
-            startup: Duration::from_millis(500),
-            idle: Duration::from_millis(1500),
-        };
-        let mut c = StreamClient::bind(&cm, cfg).unwrap();
-        tx.send(c.local_addr().unwrap()).unwrap();
-        let until = Instant::now() + Duration::from_secs(20);
-        run_all(
-            std::slice::from_mut(&mut c),
-            &cm,
-            &AtomicBool::new(false),
-            Some(until),
-        )
-        .unwrap();
-        c.report()
-    });
-    (rx.recv().unwrap(), h)
+    common::receiving(
+        |cm| {
+            let cfg = ClientConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                layers: Layers::default(),
+                startup: Duration::from_millis(500),
+                idle: Duration::from_millis(1500),
+            };
+            StreamClient::bind(cm, cfg).unwrap()
+        },
+        |c| c.local_addr().unwrap(),
+        StreamClient::report,
+    )
 }
 
 fn serve(to: SocketAddr, api: Api, secs: u64) -> ServerReport {
     let cm = cm();
     let mut s =
         StreamServer::connect(&cm, to, Layers::default(), api, Duration::from_secs(secs)).unwrap();
-    let until = Instant::now() + Duration::from_secs(20);
-    run_all(
-        std::slice::from_mut(&mut s),
-        &cm,
-        &AtomicBool::new(false),
-        Some(until),
-    )
-    .unwrap();
-    assert!(Instant::now() < until, "the server did not finish");
+    common::drive(&mut s, &cm);
     s.report()
 }
 

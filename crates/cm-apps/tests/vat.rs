@@ -1,24 +1,15 @@
 //! vat over loopback: both transports, garbage, a peer that vanishes.
 #![allow(clippy::unwrap_used)]
 
-use std::cell::RefCell;
 use std::net::{SocketAddr, UdpSocket};
-use std::rc::Rc;
-use std::sync::atomic::AtomicBool;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use cm_apps::vat::{
     ReceiverConfig, SenderReport, Transport, VatConfig, VatReceiver, VatReport, VatSender,
 };
-use cm_force::proxy::run_all;
-use libcm::ccudp::SharedCm;
-
-fn cm() -> SharedCm {
-    Rc::new(RefCell::new(
-        libcm::Cm::embedded(libcm::Config::default()).unwrap(),
-    ))
-}
+mod common;
+use common::cm;
 
 fn config(transport: Transport, secs: u64) -> VatConfig {
     VatConfig {
@@ -30,41 +21,24 @@ fn config(transport: Transport, secs: u64) -> VatConfig {
 
 /// A receiver thread on loopback; returns its address and its report.
 fn receiver(transport: Transport) -> (SocketAddr, thread::JoinHandle<VatReport>) {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let h = thread::spawn(move || {
-        let cm = cm();
-        let cfg = ReceiverConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            transport,
-            idle: Duration::from_millis(700),
-        };
-        let mut r = VatReceiver::bind(&cm, cfg).unwrap();
-        tx.send(r.local_addr().unwrap()).unwrap();
-        let until = Instant::now() + Duration::from_secs(20);
-        run_all(
-            std::slice::from_mut(&mut r),
-            &cm,
-            &AtomicBool::new(false),
-            Some(until),
-        )
-        .unwrap();
-        r.report()
-    });
-    (rx.recv().unwrap(), h)
+    common::receiving(
+        move |cm| {
+            let cfg = ReceiverConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                transport,
+                idle: Duration::from_millis(700),
+            };
+            VatReceiver::bind(cm, cfg).unwrap()
+        },
+        |r| r.local_addr().unwrap(),
+        VatReceiver::report,
+    )
 }
 
 fn send(to: SocketAddr, cfg: VatConfig) -> SenderReport {
     let cm = cm();
     let mut s = VatSender::connect(&cm, to, cfg).unwrap();
-    let until = Instant::now() + Duration::from_secs(20);
-    run_all(
-        std::slice::from_mut(&mut s),
-        &cm,
-        &AtomicBool::new(false),
-        Some(until),
-    )
-    .unwrap();
-    assert!(Instant::now() < until, "the sender did not finish");
+    common::drive(&mut s, &cm);
     s.report()
 }
 

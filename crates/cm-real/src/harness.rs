@@ -222,6 +222,13 @@ impl Drop for Rig {
     }
 }
 
+/// A CM embedded in this thread, for the applications of `cm_apps`.
+pub fn embedded_cm() -> Result<libcm::ccudp::SharedCm> {
+    Ok(libcm::ccudp::SharedCm::new(std::cell::RefCell::new(
+        libcm::Cm::embedded(libcm::Config::default())?,
+    )))
+}
+
 /// Bytes each transfer moved per second over `[from, to]` (seconds since
 /// `cm_clock::epoch`), from its progress samples (linear between samples).
 pub fn rate_between(s: &Summary, from: f64, to: f64) -> f64 {

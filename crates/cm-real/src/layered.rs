@@ -27,7 +27,7 @@ use serde_json::json;
 
 use crate::RealOpts;
 use crate::error::{RealError, Result};
-use crate::harness::{HostOptions, Job, Rig, rate_between};
+use crate::harness::{HostOptions, Job, Rig, embedded_cm, rate_between};
 
 /// The bottleneck's schedule, bits per second, one phase each.
 const SCHEDULE: [u64; 4] = [4_000_000, 1_000_000, 2_500_000, 4_000_000];
@@ -44,12 +44,6 @@ struct ApiRun {
     reno: Summary,
     /// `cm_clock` seconds when the server started.
     t0: f64,
-}
-
-fn shared_cm() -> Result<libcm::ccudp::SharedCm> {
-    Ok(libcm::ccudp::SharedCm::new(std::cell::RefCell::new(
-        libcm::Cm::embedded(libcm::Config::default())?,
-    )))
 }
 
 fn stream_error(e: cm_force::proxy::ProxyError) -> RealError {
@@ -78,7 +72,7 @@ fn run_api(api: Api, phase: Duration) -> Result<ApiRun> {
         let client = rig
             .path()
             .spawn_in(Node::Receiver, move || -> Result<StreamReport> {
-                let cm = shared_cm()?;
+                let cm = embedded_cm()?;
                 let cfg = ClientConfig {
                     listen: at,
                     layers: Layers::default(),
@@ -101,7 +95,7 @@ fn run_api(api: Api, phase: Duration) -> Result<ApiRun> {
         let server = rig
             .path()
             .spawn_in(Node::Sender, move || -> Result<ServerReport> {
-                let cm = shared_cm()?;
+                let cm = embedded_cm()?;
                 let mut sv = StreamServer::connect(&cm, at, Layers::default(), api, secs)
                     .map_err(stream_error)?;
                 let until = Instant::now() + secs + Duration::from_secs(5);

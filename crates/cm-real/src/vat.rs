@@ -39,7 +39,7 @@ use serde_json::json;
 
 use crate::RealOpts;
 use crate::error::{RealError, Result};
-use crate::harness::{HostOptions, Job, Rig};
+use crate::harness::{HostOptions, Job, Rig, embedded_cm};
 
 /// The bottleneck, bits per second.
 const RATE_BPS: u64 = 200_000;
@@ -68,12 +68,6 @@ struct CaseResult {
     receiver: VatReport,
 }
 
-fn shared_cm() -> Result<libcm::ccudp::SharedCm> {
-    Ok(libcm::ccudp::SharedCm::new(std::cell::RefCell::new(
-        libcm::Cm::embedded(libcm::Config::default())?,
-    )))
-}
-
 /// Runs the senders of `cases` (indices into [`CASES`]) on one CM in the
 /// sender's namespace (so CM senders share one macroflow), and their
 /// receivers on one thread in the receiver's.
@@ -87,7 +81,7 @@ fn vat_group(
     let rx = rig
         .path()
         .spawn_in(Node::Receiver, move || -> Result<Vec<VatReport>> {
-            let cm = shared_cm()?;
+            let cm = embedded_cm()?;
             let mut ends = cases
                 .iter()
                 .map(|&i| {
@@ -108,7 +102,7 @@ fn vat_group(
     let tx = rig
         .path()
         .spawn_in(Node::Sender, move || -> Result<Vec<SenderReport>> {
-            let cm = shared_cm()?;
+            let cm = embedded_cm()?;
             let mut ends = cases
                 .iter()
                 .map(|&i| {
