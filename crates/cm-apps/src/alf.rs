@@ -15,7 +15,9 @@
 //! [`AlfChannel::drive`] takes only its own flow's events
 //! (`Cm::poll_event_for`), so several channels, and other flows, can share
 //! one `Cm`; an application that also waits for other flows' events takes
-//! them with `Cm::poll_event` as usual.
+//! them with `Cm::poll_event` as usual. Of its own flow's events it uses
+//! the grants and grant expiries and discards the rest (rate updates: ask
+//! `cm_query` instead, as an ALF sender does).
 //!
 //! [`CcUdpSocket`]: libcm::ccudp::CcUdpSocket
 
@@ -119,9 +121,15 @@ impl AlfChannel {
             }
         }
         while let Some(ev) = cm.poll_event_for(self.flow).map_err(cm_err)? {
-            let CmEvent::Send { .. } = ev else {
-                continue;
-            };
+            match ev {
+                CmEvent::Send { .. } => {}
+                // Answered too late: the request is gone, ask again.
+                CmEvent::GrantExpired { .. } => {
+                    self.requested = false;
+                    continue;
+                }
+                _ => continue,
+            }
             self.requested = false;
             match fill(cm) {
                 Some(payload) if payload.len() <= self.max_payload => self.send(cm, &payload)?,
