@@ -96,12 +96,13 @@ pub struct EgressReport {
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {
     /// A socket could not be set up.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Setup {
         /// What was being set up.
         what: String,
-        /// The error.
-        source: io::Error,
+        /// The error (shown in the message, not as a source, so that a
+        /// chain printer does not show it twice).
+        error: io::Error,
     },
     /// The CM refused.
     #[error("congestion manager: {0}")]
@@ -114,7 +115,7 @@ pub enum ProxyError {
 fn setup<T>(what: impl Into<String>, r: io::Result<T>) -> Result<T, ProxyError> {
     r.map_err(|source| ProxyError::Setup {
         what: what.into(),
-        source,
+        error: source,
     })
 }
 

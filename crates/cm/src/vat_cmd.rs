@@ -102,9 +102,10 @@ pub fn run(a: &VatArgs) -> anyhow::Result<()> {
             let Some(duration) = positive("secs", Some(s.secs))? else {
                 bail!("--secs is required")
             };
-            let Some(frame_interval) = positive("frame-ms", Some(s.frame_ms / 1e3))? else {
-                bail!("--frame-ms is required")
-            };
+            if !(s.frame_ms.is_finite() && s.frame_ms >= 1.0) {
+                bail!("--frame-ms {}: give at least 1 (milliseconds)", s.frame_ms);
+            }
+            let frame_interval = std::time::Duration::from_secs_f64(s.frame_ms / 1e3);
             let cfg = VatConfig {
                 transport: s.transport,
                 frame_interval,

@@ -102,7 +102,7 @@ impl StreamClient {
     pub fn bind(cm: &SharedCm, cfg: ClientConfig) -> Result<StreamClient, ProxyError> {
         let socket = Accepting::bind(cfg.listen).map_err(|source| ProxyError::Setup {
             what: format!("binding {}", cfg.listen),
-            source,
+            error: source,
         })?;
         Ok(StreamClient {
             cm: SharedCm::clone(cm),

@@ -90,7 +90,7 @@ fn unix_ns() -> u64 {
 fn setup<T>(what: &str, r: io::Result<T>) -> Result<T, ProxyError> {
     r.map_err(|source| ProxyError::Setup {
         what: what.into(),
-        source,
+        error: source,
     })
 }
 
@@ -133,7 +133,7 @@ impl StreamServer {
         if layers.is_empty() || layers.fps <= 0.0 {
             return Err(ProxyError::Setup {
                 what: "stream layers".into(),
-                source: io::Error::new(io::ErrorKind::InvalidInput, "no layers or no frame rate"),
+                error: io::Error::new(io::ErrorKind::InvalidInput, "no layers or no frame rate"),
             });
         }
         let (mode, max_payload) = match api {
@@ -160,7 +160,7 @@ impl StreamServer {
                 setup("the buffer", cc.set_send_queue_limit(RATE_BUFFER_BYTES))?;
                 let flow = cc.flow().ok_or_else(|| ProxyError::Setup {
                     what: "the channel's flow".into(),
-                    source: io::Error::other("not connected"),
+                    error: io::Error::other("not connected"),
                 })?;
                 cm.borrow_mut().thresh(flow, RATE_THRESHOLDS)?;
                 let m = setup("the channel's MTU", cc.max_payload())?;

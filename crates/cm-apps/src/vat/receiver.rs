@@ -53,7 +53,7 @@ impl VatReceiver {
     pub fn bind(cm: &SharedCm, cfg: ReceiverConfig) -> Result<VatReceiver, ProxyError> {
         let s = UdpSocket::bind(cfg.listen).map_err(|source| ProxyError::Setup {
             what: format!("binding {}", cfg.listen),
-            source,
+            error: source,
         })?;
         s.set_nonblocking(true)?;
         let socket = match cfg.transport {

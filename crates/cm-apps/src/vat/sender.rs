@@ -69,7 +69,7 @@ pub struct VatSender {
 fn setup<T>(what: &str, r: io::Result<T>) -> Result<T, ProxyError> {
     r.map_err(|source| ProxyError::Setup {
         what: what.into(),
-        source,
+        error: source,
     })
 }
 
@@ -79,7 +79,7 @@ impl VatSender {
     pub fn connect(cm: &SharedCm, to: SocketAddr, cfg: VatConfig) -> Result<VatSender, ProxyError> {
         cfg.check().map_err(|e| ProxyError::Setup {
             what: "vat settings".into(),
-            source: io::Error::new(io::ErrorKind::InvalidInput, e),
+            error: io::Error::new(io::ErrorKind::InvalidInput, e),
         })?;
         let any: SocketAddr = if to.is_ipv4() {
             SocketAddr::from(([0, 0, 0, 0], 0))
@@ -90,7 +90,7 @@ impl VatSender {
             Transport::Cm => {
                 let mut c = cm.try_borrow_mut().map_err(|_| ProxyError::Setup {
                     what: "the CM is in use".into(),
-                    source: io::Error::other("borrowed"),
+                    error: io::Error::other("borrowed"),
                 })?;
                 Channel::Cm(Box::new(setup(
                     "opening the channel",
