@@ -31,6 +31,9 @@ use cm_transport::ccudp::feedback::{Accounting, Counters};
 use cm_transport::ccudp::wire::{self, DATA_HEADER_LEN, DataHeader, Packet};
 use libcm::{Cm, CmEvent};
 
+/// How long a request may go unanswered before it is made again.
+pub const REQUEST_RETRY: StdDuration = StdDuration::from_secs(1);
+
 fn cm_err(e: libcm::CmError) -> io::Error {
     io::Error::other(e)
 }
@@ -41,7 +44,8 @@ pub struct AlfChannel {
     flow: FlowId,
     session: u16,
     acct: Accounting,
-    requested: bool,
+    /// When the outstanding request was made.
+    requested: Option<std::time::Instant>,
     max_payload: usize,
     out: Vec<u8>,
     buf: Vec<u8>,
@@ -68,7 +72,7 @@ impl AlfChannel {
             flow,
             session,
             acct: Accounting::new(),
-            requested: false,
+            requested: None,
             max_payload: mtu.saturating_sub(28 + DATA_HEADER_LEN),
             out: Vec::with_capacity(2048),
             buf: vec![0u8; 2048],
@@ -96,11 +100,14 @@ impl AlfChannel {
         self.declined
     }
 
-    /// `cm_request`: ask for one grant, unless one is outstanding.
+    /// `cm_request`: ask for one grant, unless one is outstanding. A
+    /// request unanswered for [`REQUEST_RETRY`] is made again: one can be
+    /// lost when the CM behind the handle changes (the daemon went away or
+    /// came back), and a spare grant is only declined.
     pub fn request(&mut self, cm: &mut Cm) -> io::Result<()> {
-        if !self.requested {
+        if self.requested.is_none_or(|t| t.elapsed() >= REQUEST_RETRY) {
             cm.request(self.flow).map_err(cm_err)?;
-            self.requested = true;
+            self.requested = Some(std::time::Instant::now());
         }
         Ok(())
     }
@@ -125,12 +132,12 @@ impl AlfChannel {
                 CmEvent::Send { .. } => {}
                 // Answered too late: the request is gone, ask again.
                 CmEvent::GrantExpired { .. } => {
-                    self.requested = false;
+                    self.requested = None;
                     continue;
                 }
                 _ => continue,
             }
-            self.requested = false;
+            self.requested = None;
             match fill(cm) {
                 Some(payload) if payload.len() <= self.max_payload => self.send(cm, &payload)?,
                 _ => {

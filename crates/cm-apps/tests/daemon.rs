@@ -1,0 +1,123 @@
+//! The applications through the host's daemon, which stops in the middle
+//! of a run and starts again: the handle moves to an embedded CM and back
+//! (libcm's failover), and neither the vat sender nor the stream server
+//! hangs or stops sending.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::cell::RefCell;
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::atomic::AtomicBool;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use cm_apps::stream::{Api, ClientConfig, Layers, StreamClient, StreamServer};
+use cm_apps::vat::{ReceiverConfig, Transport, VatConfig, VatReceiver, VatSender};
+use cm_daemon::{Daemon, DaemonConfig, StopHandle};
+use cm_force::proxy::{Relay, run_all};
+use libcm::ccudp::SharedCm;
+
+/// A daemon on a thread at `socket`.
+fn daemon(socket: &Path) -> (StopHandle, JoinHandle<()>) {
+    let mut d = Daemon::bind(DaemonConfig::default(), socket).unwrap();
+    let stop = d.stop_handle();
+    (stop, thread::spawn(move || d.run().unwrap()))
+}
+
+/// Runs `end` (on a CM of the daemon at `socket`) for `secs`, stopping
+/// the daemon after a second and starting it again a second later.
+fn through_a_restart<R: Relay>(socket: &Path, end: impl FnOnce(&SharedCm) -> R, secs: u64) -> R {
+    let (stop, t) = daemon(socket);
+    let cm: SharedCm = Rc::new(RefCell::new(libcm::Cm::connect(socket).unwrap()));
+    let mut end = end(&cm);
+    let never = AtomicBool::new(false);
+    let start = Instant::now();
+    let slice = |s: u64| Some(start + Duration::from_secs(s));
+    run_all(std::slice::from_mut(&mut end), &cm, &never, slice(1)).unwrap();
+    stop.stop();
+    t.join().unwrap();
+    let _ = std::fs::remove_file(socket);
+    run_all(std::slice::from_mut(&mut end), &cm, &never, slice(2)).unwrap();
+    assert_eq!(cm.borrow().status(), libcm::Status::Fallback);
+    let (stop, t) = daemon(socket);
+    let until = slice(secs + 10);
+    run_all(std::slice::from_mut(&mut end), &cm, &never, until).unwrap();
+    assert!(Instant::now() < until.unwrap(), "did not finish");
+    stop.stop();
+    t.join().unwrap();
+    end
+}
+
+fn socket(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cm-apps-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("cm.sock")
+}
+
+#[test]
+fn vat_carries_on_through_a_daemon_restart() {
+    let (to, rx) = common::receiving(
+        |cm| {
+            let cfg = ReceiverConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                transport: Transport::Cm,
+                idle: Duration::from_secs(1),
+            };
+            VatReceiver::bind(cm, cfg).unwrap()
+        },
+        |r| r.local_addr().unwrap(),
+        VatReceiver::report,
+    );
+    let path = socket("vat");
+    let s = through_a_restart(
+        &path,
+        |cm| {
+            let cfg = VatConfig {
+                duration: Duration::from_secs(4),
+                ..VatConfig::default()
+            };
+            VatSender::connect(cm, to, cfg).unwrap()
+        },
+        4,
+    );
+    let r = rx.join().unwrap();
+    let s = s.report();
+    assert_eq!(s.made, 200);
+    // Loopback loses nothing; what the CM held back while its state moved
+    // was dropped from the buffer's head.
+    assert!(r.frames >= 150, "{r:?} {s:?}");
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+#[test]
+fn the_stream_carries_on_through_a_daemon_restart() {
+    let (to, rx) = common::receiving(
+        |cm| {
+            let cfg = ClientConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                layers: Layers::default(),
+                startup: Duration::from_millis(500),
+                idle: Duration::from_millis(1500),
+            };
+            StreamClient::bind(cm, cfg).unwrap()
+        },
+        |c| c.local_addr().unwrap(),
+        StreamClient::report,
+    );
+    let path = socket("stream");
+    let s = through_a_restart(
+        &path,
+        |cm| {
+            StreamServer::connect(cm, to, Layers::default(), Api::Alf, Duration::from_secs(4))
+                .unwrap()
+        },
+        4,
+    );
+    let c = rx.join().unwrap();
+    let s = s.report();
+    assert!(s.frames >= 90, "{:?}", (s.frames, s.skipped));
+    assert!(c.played >= 90, "{c:?}");
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
