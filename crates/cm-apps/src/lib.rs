@@ -13,3 +13,11 @@
 pub mod alf;
 pub mod stream;
 pub mod vat;
+
+/// Now, ns since the Unix epoch: the send times that vat frames and
+/// stream packets carry (one-way delay needs one clock at both ends).
+pub(crate) fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}

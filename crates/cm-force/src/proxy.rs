@@ -112,7 +112,8 @@ pub enum ProxyError {
     Io(#[from] io::Error),
 }
 
-fn setup<T>(what: impl Into<String>, r: io::Result<T>) -> Result<T, ProxyError> {
+/// `r`, or the error as a [`ProxyError::Setup`] of `what`.
+pub fn setup<T>(what: impl Into<String>, r: io::Result<T>) -> Result<T, ProxyError> {
     r.map_err(|source| ProxyError::Setup {
         what: what.into(),
         error: source,

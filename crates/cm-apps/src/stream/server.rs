@@ -6,10 +6,10 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, BorrowedFd};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use cm_core::Thresholds;
-use cm_force::proxy::{ProxyError, Relay};
+use cm_force::proxy::{ProxyError, Relay, setup};
 use libcm::CmEvent;
 use libcm::ccudp::{CcUdpSocket, SharedCm};
 use serde::Serialize;
@@ -79,19 +79,6 @@ pub struct StreamServer {
     mode: Mode,
     report: ServerReport,
     piece_bytes: usize,
-}
-
-fn unix_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
-
-fn setup<T>(what: &str, r: io::Result<T>) -> Result<T, ProxyError> {
-    r.map_err(|source| ProxyError::Setup {
-        what: what.into(),
-        error: source,
-    })
 }
 
 /// The pieces of `frame` at layers `from..=to`.
@@ -238,7 +225,7 @@ impl StreamServer {
                         continue;
                     }
                     *frame_layer = Some(frame_layer.map_or(p.layer, |f| f.max(p.layer)));
-                    p.sent_ns = unix_ns();
+                    p.sent_ns = crate::unix_ns();
                     report.packets += 1;
                     report.bytes += size as u64;
                     return Some(p.encode(size));
@@ -288,7 +275,7 @@ impl StreamServer {
         while *next_frame <= due && *next_frame <= last {
             Self::record(&mut self.report, self.start, *layer as u8);
             for (mut p, size) in pieces(&self.layers, *next_frame, 0, *layer, self.piece_bytes) {
-                p.sent_ns = unix_ns();
+                p.sent_ns = crate::unix_ns();
                 match cc.send(&p.encode(size)) {
                     Ok(_) => {
                         self.report.packets += 1;

@@ -5,7 +5,7 @@
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use cm_force::proxy::{ProxyError, Relay};
 use libcm::ccudp::{Accepting, SharedCm};
@@ -40,12 +40,6 @@ pub struct VatReceiver {
     last_frame: Option<Instant>,
     peer: Option<SocketAddr>,
     buf: Vec<u8>,
-}
-
-fn unix_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 impl VatReceiver {
@@ -99,7 +93,7 @@ impl VatReceiver {
     fn take(&mut self, n: usize) {
         match Frame::decode(&self.buf[..n]) {
             Some(f) => {
-                self.tally.frame(f, unix_ns());
+                self.tally.frame(f, crate::unix_ns());
                 self.last_frame = Some(Instant::now());
             }
             None => self.tally.malformed(),

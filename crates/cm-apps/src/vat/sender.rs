@@ -8,9 +8,10 @@
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use cm_force::proxy::{ProxyError, Relay};
+use cm_force::proxy::{ProxyError, Relay, setup};
+use cm_transport::ccudp::wire::DATA_HEADER_LEN;
 use cm_transport::maxq::MaxQueue;
 use libcm::ccudp::SharedCm;
 
@@ -18,9 +19,6 @@ use crate::alf::AlfChannel;
 use serde::Serialize;
 
 use super::{Frame, Policer, Transport, VatConfig};
-
-/// The CC-UDP header the CM also carries with each frame, bytes.
-const CHANNEL_HEADER: usize = 16;
 
 /// What the sender did.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -66,13 +64,6 @@ pub struct VatSender {
     report: SenderReport,
 }
 
-fn setup<T>(what: &str, r: io::Result<T>) -> Result<T, ProxyError> {
-    r.map_err(|source| ProxyError::Setup {
-        what: what.into(),
-        error: source,
-    })
-}
-
 impl VatSender {
     /// A sender to `to`. `cm` is the CM its flow joins (unused over
     /// [`Transport::Udp`]).
@@ -104,7 +95,7 @@ impl VatSender {
                 Channel::Udp(s)
             }
         };
-        let depth = 2 * (cfg.frame_bytes + CHANNEL_HEADER);
+        let depth = 2 * (cfg.frame_bytes + DATA_HEADER_LEN);
         let now = Instant::now();
         Ok(VatSender {
             cm: SharedCm::clone(cm),
@@ -144,9 +135,7 @@ impl VatSender {
         let now = Instant::now();
         while self.next_frame <= now && !self.done() {
             let late = now.saturating_duration_since(self.next_frame);
-            let made_ns = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.saturating_sub(late).as_nanos() as u64);
+            let made_ns = crate::unix_ns().saturating_sub(late.as_nanos() as u64);
             let frame = Frame {
                 seq: self.seq,
                 made_ns,
@@ -170,7 +159,7 @@ impl VatSender {
                         .rate
                         .map(|r| r.bytes_per_sec() as f64);
                     self.policer.observe(cm_clock::now(), rate);
-                    if self.cfg.policer && !self.policer.admit(frame.len() + CHANNEL_HEADER) {
+                    if self.cfg.policer && !self.policer.admit(frame.len() + DATA_HEADER_LEN) {
                         self.report.policed += 1;
                         continue;
                     }
