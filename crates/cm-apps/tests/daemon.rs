@@ -13,8 +13,8 @@ use std::sync::atomic::AtomicBool;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use cm_apps::stream::{Api, ClientConfig, Layers, StreamClient, StreamServer};
-use cm_apps::vat::{ReceiverConfig, Transport, VatConfig, VatReceiver, VatSender};
+use cm_apps::stream::{Api, Layers, StreamServer};
+use cm_apps::vat::{Transport, VatConfig, VatSender};
 use cm_daemon::{Daemon, DaemonConfig, StopHandle};
 use cm_force::proxy::{Relay, run_all};
 use libcm::ccudp::SharedCm;
@@ -58,18 +58,7 @@ fn socket(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn vat_carries_on_through_a_daemon_restart() {
-    let (to, rx) = common::receiving(
-        |cm| {
-            let cfg = ReceiverConfig {
-                listen: "127.0.0.1:0".parse().unwrap(),
-                transport: Transport::Cm,
-                idle: Duration::from_secs(1),
-            };
-            VatReceiver::bind(cm, cfg).unwrap()
-        },
-        |r| r.local_addr().unwrap(),
-        VatReceiver::report,
-    );
+    let (to, rx) = common::vat_receiver(Transport::Cm, Duration::from_secs(1));
     let path = socket("vat");
     let s = through_a_restart(
         &path,
@@ -93,19 +82,7 @@ fn vat_carries_on_through_a_daemon_restart() {
 
 #[test]
 fn the_stream_carries_on_through_a_daemon_restart() {
-    let (to, rx) = common::receiving(
-        |cm| {
-            let cfg = ClientConfig {
-                listen: "127.0.0.1:0".parse().unwrap(),
-                layers: Layers::default(),
-                startup: Duration::from_millis(500),
-                idle: Duration::from_millis(1500),
-            };
-            StreamClient::bind(cm, cfg).unwrap()
-        },
-        |c| c.local_addr().unwrap(),
-        StreamClient::report,
-    );
+    let (to, rx) = common::stream_client();
     let path = socket("stream");
     let s = through_a_restart(
         &path,

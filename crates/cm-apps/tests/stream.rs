@@ -5,27 +5,9 @@ use std::net::{SocketAddr, UdpSocket};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cm_apps::stream::{
-    Api, ClientConfig, Layers, ServerReport, StreamClient, StreamReport, StreamServer,
-};
+use cm_apps::stream::{Api, Layers, ServerReport, StreamServer};
 mod common;
 use common::cm;
-
-fn client() -> (SocketAddr, thread::JoinHandle<StreamReport>) {
-    common::receiving(
-        |cm| {
-            let cfg = ClientConfig {
-                listen: "127.0.0.1:0".parse().unwrap(),
-                layers: Layers::default(),
-                startup: Duration::from_millis(500),
-                idle: Duration::from_millis(1500),
-            };
-            StreamClient::bind(cm, cfg).unwrap()
-        },
-        |c| c.local_addr().unwrap(),
-        StreamClient::report,
-    )
-}
 
 fn serve(to: SocketAddr, api: Api, secs: u64) -> ServerReport {
     let cm = cm();
@@ -40,7 +22,7 @@ fn serve(to: SocketAddr, api: Api, secs: u64) -> ServerReport {
 #[test]
 fn both_apis_reach_the_top_layer_on_loopback() {
     for api in [Api::Alf, Api::Rate] {
-        let (to, h) = client();
+        let (to, h) = common::stream_client();
         let s = serve(to, api, 3);
         let c = h.join().unwrap();
         assert!(s.frames >= 75, "{api:?} {:?}", (s.frames, s.skipped));
@@ -58,7 +40,7 @@ fn both_apis_reach_the_top_layer_on_loopback() {
 
 #[test]
 fn garbage_is_counted_and_the_stream_still_plays() {
-    let (to, h) = client();
+    let (to, h) = common::stream_client();
     let junk = UdpSocket::bind("127.0.0.1:0").unwrap();
     for _ in 0..3 {
         junk.send_to(b"garbage", to).unwrap();

@@ -5,9 +5,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cm_apps::vat::{
-    ReceiverConfig, SenderReport, Transport, VatConfig, VatReceiver, VatReport, VatSender,
-};
+use cm_apps::vat::{SenderReport, Transport, VatConfig, VatSender};
 mod common;
 use common::cm;
 
@@ -17,22 +15,6 @@ fn config(transport: Transport, secs: u64) -> VatConfig {
         duration: Duration::from_secs(secs),
         ..VatConfig::default()
     }
-}
-
-/// A receiver thread on loopback; returns its address and its report.
-fn receiver(transport: Transport) -> (SocketAddr, thread::JoinHandle<VatReport>) {
-    common::receiving(
-        move |cm| {
-            let cfg = ReceiverConfig {
-                listen: "127.0.0.1:0".parse().unwrap(),
-                transport,
-                idle: Duration::from_millis(700),
-            };
-            VatReceiver::bind(cm, cfg).unwrap()
-        },
-        |r| r.local_addr().unwrap(),
-        VatReceiver::report,
-    )
 }
 
 fn send(to: SocketAddr, cfg: VatConfig) -> SenderReport {
@@ -45,7 +27,7 @@ fn send(to: SocketAddr, cfg: VatConfig) -> SenderReport {
 #[test]
 fn frames_arrive_through_the_cm_and_over_plain_udp() {
     for transport in [Transport::Cm, Transport::Udp] {
-        let (to, h) = receiver(transport);
+        let (to, h) = common::vat_receiver(transport, Duration::from_millis(700));
         let s = send(to, config(transport, 2));
         let r = h.join().unwrap();
         // 2 s of 20 ms frames; loopback loses nothing and the CM's window
@@ -63,7 +45,7 @@ fn frames_arrive_through_the_cm_and_over_plain_udp() {
 #[test]
 fn garbage_before_and_between_frames_is_counted_and_ignored() {
     for transport in [Transport::Cm, Transport::Udp] {
-        let (to, h) = receiver(transport);
+        let (to, h) = common::vat_receiver(transport, Duration::from_millis(700));
         let junk = UdpSocket::bind("127.0.0.1:0").unwrap();
         for _ in 0..5 {
             junk.send_to(b"\x00\x01 not a frame", to).unwrap();

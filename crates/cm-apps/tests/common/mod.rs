@@ -49,3 +49,46 @@ pub fn receiving<R: Relay + 'static, T: Send + 'static>(
     });
     (rx.recv().unwrap(), h)
 }
+
+/// A vat receiver on loopback on its own thread, stopping `idle` after
+/// the last frame; its address and, when it stops, its report.
+pub fn vat_receiver(
+    transport: cm_apps::vat::Transport,
+    idle: Duration,
+) -> (SocketAddr, thread::JoinHandle<cm_apps::vat::VatReport>) {
+    use cm_apps::vat::{ReceiverConfig, VatReceiver};
+    receiving(
+        move |cm| {
+            let cfg = ReceiverConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                transport,
+                idle,
+            };
+            VatReceiver::bind(cm, cfg).unwrap()
+        },
+        |r| r.local_addr().unwrap(),
+        VatReceiver::report,
+    )
+}
+
+/// A stream client on loopback on its own thread (0.5 s startup, stops
+/// 1.5 s after the last packet); its address and its report.
+pub fn stream_client() -> (
+    SocketAddr,
+    thread::JoinHandle<cm_apps::stream::StreamReport>,
+) {
+    use cm_apps::stream::{ClientConfig, Layers, StreamClient};
+    receiving(
+        |cm| {
+            let cfg = ClientConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                layers: Layers::default(),
+                startup: Duration::from_millis(500),
+                idle: Duration::from_millis(1500),
+            };
+            StreamClient::bind(cm, cfg).unwrap()
+        },
+        |c| c.local_addr().unwrap(),
+        StreamClient::report,
+    )
+}
