@@ -147,8 +147,9 @@ pub fn default_socket_path() -> std::path::PathBuf {
 /// controller and capacity of a macroflow to [`MacroflowStat`] (and the
 /// `SetController`, `SetCapacity`, `Done` and `Refused` messages);
 /// version 3 the CM protocol's peer state of a flow to [`FlowStat`] (and
-/// `SetPeer`, `SetFeedbackLag`).
-pub const VERSION: u8 = 3;
+/// `SetPeer`, `SetFeedbackLag`); version 4 the `CapacitySample` message
+/// (packet-bunch samples for a macroflow's capacity filter).
+pub const VERSION: u8 = 4;
 
 /// Frame magic, "CM" read as a little-endian u16.
 pub const MAGIC: u16 = u16::from_le_bytes(*b"CM");

@@ -75,6 +75,35 @@ both_modes!(
 );
 
 both_modes!(
+    packet_bunch_samples_become_the_macroflows_capacity,
+    |h: &common::Harness| {
+        let mut cm = h.cm();
+        let a = cm.open(None, dst(9)).unwrap();
+        let b = cm.open(None, dst(10)).unwrap();
+        let mf = cm.macroflow_of(a).unwrap();
+        cm.set_controller(a, &"iscc:l=2".parse().unwrap()).unwrap();
+        // Samples from both flows feed one filter; it needs three before
+        // it gives an estimate, and a zero sample carries nothing.
+        cm.capacity_sample(a, Rate::from_bytes_per_sec(190_000))
+            .unwrap();
+        cm.capacity_sample(b, Rate::from_bytes_per_sec(0)).unwrap();
+        cm.capacity_sample(b, Rate::from_bytes_per_sec(189_000))
+            .unwrap();
+        assert_eq!(record(&mut cm, mf).capacity, None);
+        cm.capacity_sample(a, Rate::from_bytes_per_sec(191_000))
+            .unwrap();
+        let c = record(&mut cm, mf).capacity.expect("an estimate");
+        assert!((189_000..=191_000).contains(&c), "{c}");
+        // An unknown flow is ENOENT.
+        let bogus = FlowId::from_u64(0xdead_beef);
+        let e = cm
+            .capacity_sample(bogus, Rate::from_bytes_per_sec(1))
+            .unwrap_err();
+        assert_eq!(e.code(), -2, "{e}");
+    }
+);
+
+both_modes!(
     an_unusable_controller_is_refused_and_the_cm_keeps_serving,
     |h: &common::Harness| {
         let mut cm = h.cm();

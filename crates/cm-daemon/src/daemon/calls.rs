@@ -5,7 +5,7 @@
 //! client), and the table that hands each message to the file of its API
 //! group.
 
-use cm_core::FlowId;
+use cm_core::{FlowId, Rate};
 use cm_ipc::{ErrorCode, ToClient, ToDaemon};
 
 use super::Daemon;
@@ -120,6 +120,11 @@ impl Daemon {
             }
             ToDaemon::SetController { seq, spec, .. } => self.set_controller(now, seq, flow, &spec),
             ToDaemon::SetCapacity { capacity, .. } => self.set_capacity(now, flow, capacity),
+            ToDaemon::CapacitySample { sample, .. } => done(self.core.capacity_sample(
+                now,
+                flow,
+                Rate::from_bytes_per_sec(sample),
+            )),
             ToDaemon::SetFeedbackLag { lag, .. } => self.set_feedback_lag(now, flow, lag),
             ToDaemon::SetPeer { peer, .. } => {
                 match peer {

@@ -139,6 +139,10 @@ pub fn to_daemon() -> Vec<ToDaemon> {
             flow: 7,
             capacity: None,
         },
+        ToDaemon::CapacitySample {
+            flow: 7,
+            sample: 190_000,
+        },
     ]
 }
 

@@ -180,6 +180,15 @@ pub enum ToDaemon {
         /// Bytes per second.
         capacity: Option<u64>,
     },
+    /// One bottleneck-rate sample, bytes per second, from a packet bunch
+    /// the flow's receiver measured (iscc §VI-B); it feeds the macroflow's
+    /// capacity filter (`CongestionManager::capacity_sample`). No reply.
+    CapacitySample {
+        /// The flow.
+        flow: u64,
+        /// Bytes per second (0 carries nothing and is ignored).
+        sample: u64,
+    },
     /// The flow's feedback comes in batches (CM protocol probe responses)
     /// and resolves a byte this many thousandths of an RTT later than
     /// per-packet acknowledgements (`None`: per-packet); the macroflow's
@@ -236,6 +245,7 @@ impl ToDaemon {
             | ToDaemon::Thresh { .. }
             | ToDaemon::SetWeight { .. }
             | ToDaemon::SetCapacity { .. }
+            | ToDaemon::CapacitySample { .. }
             | ToDaemon::SetPeer { .. }
             | ToDaemon::SetFeedbackLag { .. }
             | ToDaemon::SocketDoorbell { .. } => None,
@@ -260,6 +270,7 @@ impl ToDaemon {
             | ToDaemon::SetWeight { flow, .. }
             | ToDaemon::SetController { flow, .. }
             | ToDaemon::SetCapacity { flow, .. }
+            | ToDaemon::CapacitySample { flow, .. }
             | ToDaemon::SetPeer { flow, .. }
             | ToDaemon::SetFeedbackLag { flow, .. } => Some(flow),
             ToDaemon::Hello { .. }

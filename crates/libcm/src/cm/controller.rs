@@ -85,6 +85,24 @@ impl Cm {
 }
 
 impl Cm {
+    /// One bottleneck-rate sample for `flow`'s path, from a packet bunch
+    /// its receiver measured (iscc §VI-B; `cm_core::BunchSampler`). Every
+    /// flow of the macroflow feeds one filter; when the filtered estimate
+    /// appears or moves by more than 1% it becomes the macroflow's capacity,
+    /// as [`Cm::set_capacity`] would (`CongestionManager::capacity_sample`).
+    /// Fire-and-forget in daemon mode.
+    pub fn capacity_sample(&mut self, flow: FlowId, sample: Rate) -> Result<(), CmError> {
+        self.check_flow(flow)?;
+        self.fire(
+            flow,
+            |core, now, flow| core.capacity_sample(now, flow, sample),
+            |flow| ToDaemon::CapacitySample {
+                flow: flow.to_u64(),
+                sample: sample.bytes_per_sec(),
+            },
+        )
+    }
+
     /// `flow`'s feedback comes in batches (the CM protocol's probe
     /// responses) and resolves a byte `lag_per_mille` thousandths of an RTT
     /// later than per-packet acknowledgements would; `None`: per-packet.

@@ -208,6 +208,11 @@ impl Message for ToDaemon {
                 w.opt_u64(capacity);
                 0x14
             }
+            ToDaemon::CapacitySample { flow, sample } => {
+                w.u64(flow);
+                w.u64(sample);
+                0x17
+            }
             ToDaemon::SetPeer { flow, ref peer } => {
                 w.u64(flow);
                 put_peer(&mut w, peer);
@@ -295,6 +300,10 @@ impl Message for ToDaemon {
             0x14 => ToDaemon::SetCapacity {
                 flow: r.u64()?,
                 capacity: r.opt_u64("capacity without its flag")?,
+            },
+            0x17 => ToDaemon::CapacitySample {
+                flow: r.u64()?,
+                sample: r.u64()?,
             },
             0x15 => ToDaemon::SetPeer {
                 flow: r.u64()?,
