@@ -50,7 +50,14 @@ pub struct AlfChannel {
     out: Vec<u8>,
     buf: Vec<u8>,
     declined: u64,
+    /// Datagrams from the peer that are not CC-UDP (its application's own
+    /// messages), oldest first.
+    inbox: std::collections::VecDeque<Vec<u8>>,
 }
+
+/// Most datagrams [`AlfChannel::take_datagram`] keeps waiting; older ones
+/// are dropped when more arrive.
+pub const INBOX: usize = 64;
 
 impl AlfChannel {
     /// A flow to `to` on `cm`, from a fresh UDP socket.
@@ -77,6 +84,7 @@ impl AlfChannel {
             out: Vec::with_capacity(2048),
             buf: vec![0u8; 2048],
             declined: 0,
+            inbox: std::collections::VecDeque::new(),
         })
     }
 
@@ -93,6 +101,13 @@ impl AlfChannel {
     /// What the acknowledgements resolved so far.
     pub fn counters(&self) -> Counters {
         self.acct.counters
+    }
+
+    /// The smoothed RTT of the acknowledgements, once there is one.
+    pub fn srtt(&self) -> Option<StdDuration> {
+        self.acct
+            .srtt()
+            .map(|d| StdDuration::from_micros(d.as_micros()))
     }
 
     /// Grants declined (the application had nothing to send).
@@ -112,9 +127,25 @@ impl AlfChannel {
         Ok(())
     }
 
+    /// `cm_request` for `k` MTUs at once (a packet bunch, iscc §VI-B): the
+    /// shaper releases them back to back when it has the credit, and
+    /// [`AlfChannel::drive`] asks `fill` once per MTU of the grant.
+    pub fn request_mtus(&mut self, cm: &mut Cm, k: u32) -> io::Result<()> {
+        cm.request_mtus(self.flow, k.max(1)).map_err(cm_err)?;
+        self.requested = Some(std::time::Instant::now());
+        Ok(())
+    }
+
+    /// The next datagram from the peer that was not CC-UDP (the peer
+    /// application's own messages, e.g. reports), at most [`INBOX`] kept.
+    pub fn take_datagram(&mut self) -> Option<Vec<u8>> {
+        self.inbox.pop_front()
+    }
+
     /// Read acknowledgements, report timeouts, and serve grants: for each
-    /// grant `fill` gives the payload to send now (at most
-    /// [`AlfChannel::max_payload`] bytes; `None` declines the grant).
+    /// MTU of a grant `fill` gives the payload to send now (at most
+    /// [`AlfChannel::max_payload`] bytes; `None` declines the rest of the
+    /// grant).
     pub fn drive(
         &mut self,
         cm: &mut Cm,
@@ -128,28 +159,37 @@ impl AlfChannel {
             }
         }
         while let Some(ev) = cm.poll_event_for(self.flow).map_err(cm_err)? {
-            match ev {
-                CmEvent::Send { .. } => {}
+            let bytes = match ev {
+                CmEvent::Send { bytes, .. } => bytes,
                 // Answered too late: the request is gone, ask again.
                 CmEvent::GrantExpired { .. } => {
                     self.requested = None;
                     continue;
                 }
                 _ => continue,
-            }
+            };
             self.requested = None;
-            match fill(cm) {
-                Some(payload) if payload.len() <= self.max_payload => self.send(cm, &payload)?,
-                _ => {
-                    self.declined += 1;
-                    cm.notify(self.flow, 0).map_err(cm_err)?;
+            let mtu = (self.max_payload + 28 + DATA_HEADER_LEN) as u64;
+            let packets = (bytes.get() / mtu.max(1)).max(1);
+            let mut sent = 0u64;
+            for _ in 0..packets {
+                match fill(cm) {
+                    Some(payload) if payload.len() <= self.max_payload => {
+                        sent += self.send(&payload) as u64;
+                    }
+                    _ => {
+                        self.declined += 1;
+                        break;
+                    }
                 }
             }
+            cm.notify(self.flow, sent).map_err(cm_err)?;
         }
         Ok(())
     }
 
-    fn send(&mut self, cm: &mut Cm, payload: &[u8]) -> io::Result<()> {
+    /// Sends one datagram; returns the bytes the CM is told of.
+    fn send(&mut self, payload: &[u8]) -> usize {
         let now = cm_clock::now();
         let bytes = DATA_HEADER_LEN + payload.len();
         let seq = self.acct.on_queued(bytes);
@@ -163,7 +203,7 @@ impl AlfChannel {
         // the network would; the accounting finds it out.
         let _ = self.sock.send(&self.out);
         self.acct.on_departed(now);
-        cm.notify(self.flow, bytes as u64).map_err(cm_err)
+        bytes
     }
 
     fn read_acks(&mut self, cm: &mut Cm) -> io::Result<()> {
@@ -174,11 +214,18 @@ impl AlfChannel {
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
                 Err(e) => return Err(e),
             };
-            if let Ok(Packet::Ack(ack)) = wire::decode(&self.buf[..n]) {
-                if ack.session == self.session {
+            match wire::decode(&self.buf[..n]) {
+                Ok(Packet::Ack(ack)) if ack.session == self.session => {
                     if let Some(fb) = self.acct.on_ack(cm_clock::now(), &ack) {
                         cm.update(self.flow, fb).map_err(cm_err)?;
                     }
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    if self.inbox.len() == INBOX {
+                        self.inbox.pop_front();
+                    }
+                    self.inbox.push_back(self.buf[..n].to_vec());
                 }
             }
         }

@@ -39,6 +39,7 @@ use cm_transport::maxq::Overflow;
 pub use frame::{FRAME_HEADER, Frame};
 pub use policer::Policer;
 pub use receiver::{ReceiverConfig, VatReceiver};
+pub(crate) use sender::is_transient;
 pub use sender::{SenderReport, VatSender};
 pub use stats::{DelayStats, Second, VatReport};
 

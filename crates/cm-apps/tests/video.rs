@@ -1,0 +1,110 @@
+//! NACK-based video over loopback: the stream at the CM's rate in packet
+//! bunches, samples reaching the macroflow's capacity, NACKs, garbage and a
+//! peer that vanishes.
+#![allow(clippy::unwrap_used)]
+
+use std::net::{SocketAddr, UdpSocket};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use cm_apps::video::{
+    VideoClient, VideoClientConfig, VideoClientReport, VideoConfig, VideoServer, VideoServerReport,
+};
+mod common;
+use common::cm;
+
+/// A client on loopback on its own thread, stopping 1 s after the last packet.
+fn client() -> (SocketAddr, thread::JoinHandle<VideoClientReport>) {
+    common::receiving(
+        |_| {
+            VideoClient::bind(VideoClientConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                report: Duration::from_millis(50),
+                playout: Duration::from_secs(1),
+                idle: Duration::from_secs(1),
+            })
+            .unwrap()
+        },
+        |c| c.local_addr().unwrap(),
+        VideoClient::report,
+    )
+}
+
+/// 30 kbit/s base layer (pictures every ~0.4 s), 800 kbit/s top.
+fn config(secs: u64, controller: &str) -> VideoConfig {
+    VideoConfig {
+        base_bps: 30_000.0,
+        top_bps: 800_000.0,
+        duration: Duration::from_secs(secs),
+        controller: controller.parse().unwrap(),
+        ..VideoConfig::default()
+    }
+}
+
+fn serve(to: SocketAddr, cfg: VideoConfig) -> VideoServerReport {
+    let cm = cm();
+    let mut s = VideoServer::connect(&cm, to, cfg).unwrap();
+    common::drive(&mut s, &cm);
+    s.report()
+}
+
+#[test]
+fn every_controller_streams_at_the_top_rate_on_loopback_with_bunch_samples() {
+    for controller in ["aimd:mode=rate", "iiad", "tfrc", "iscc:l=2"] {
+        let (to, h) = client();
+        let s = serve(to, config(4, controller));
+        let r = h.join().unwrap();
+        // Nothing limits loopback but the source: the enhancement layer
+        // fills up to the top rate once the controller has opened up.
+        let kbit = r.packets as f64 * 1500.0 * 8.0 / 4.0 / 1e3;
+        assert!(
+            kbit > 200.0 && kbit < 900.0,
+            "{controller}: {kbit} kbit/s {r:?}"
+        );
+        assert!(s.base >= 9, "{controller}: {s:?}");
+        assert_eq!(r.malformed, 0);
+        assert!(r.loss < 0.01, "{controller}: {r:?}");
+        assert!(r.pictures >= 8 && r.frozen == 0, "{controller}: {r:?}");
+        // Every bunch of 3 back to back on loopback yields a sample, and
+        // the server's CM turns them into the macroflow's capacity.
+        assert!(r.samples >= 20, "{controller}: {r:?}");
+        assert!(s.samples >= r.samples / 2, "{controller}: {s:?} {r:?}");
+        assert!(s.capacity_bps.is_some(), "{controller}: {s:?}");
+        assert!(s.acked > 0 && s.timeouts == 0, "{controller}: {s:?}");
+    }
+}
+
+#[test]
+fn garbage_is_counted_and_ignored_and_a_vanished_client_does_not_hang_the_server() {
+    let (to, h) = client();
+    let junk = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for _ in 0..5 {
+        junk.send_to(b"\x00\x01 not video", to).unwrap();
+    }
+    thread::sleep(Duration::from_millis(100));
+    let s = serve(to, config(2, "iscc:l=2"));
+    let r = h.join().unwrap();
+    assert!(r.malformed >= 5, "{r:?}");
+    assert!(r.pictures >= 3, "{r:?} {s:?}");
+
+    // Nobody listens: the server finishes on time, on timeouts.
+    let gone = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let to = gone.local_addr().unwrap();
+    drop(gone);
+    let t = Instant::now();
+    let s = serve(to, config(3, "aimd:mode=rate"));
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert_eq!(s.acked, 0, "{s:?}");
+}
+
+#[test]
+fn bad_settings_are_refused_with_their_reason() {
+    let cm = cm();
+    let to: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let bad = VideoConfig {
+        burst: 2,
+        ..VideoConfig::default()
+    };
+    let e = VideoServer::connect(&cm, to, bad).err().unwrap();
+    assert!(e.to_string().contains("at least 3"), "{e}");
+}
