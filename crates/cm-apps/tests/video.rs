@@ -30,11 +30,11 @@ fn client() -> (SocketAddr, thread::JoinHandle<VideoClientReport>) {
     )
 }
 
-/// 30 kbit/s base layer (pictures every ~0.4 s), 800 kbit/s top.
+/// The default source (14 kbit/s base: a picture every 0.86 s; 1.5 Mbit/s
+/// top), a 1 s playout delay as the client's.
 fn config(secs: u64, controller: &str) -> VideoConfig {
     VideoConfig {
-        base_bps: 30_000.0,
-        top_bps: 800_000.0,
+        playout: Duration::from_secs(1),
         duration: Duration::from_secs(secs),
         controller: controller.parse().unwrap(),
         ..VideoConfig::default()
@@ -55,16 +55,18 @@ fn every_controller_streams_at_the_top_rate_on_loopback_with_bunch_samples() {
         let s = serve(to, config(4, controller));
         let r = h.join().unwrap();
         // Nothing limits loopback but the source: the enhancement layer
-        // fills up to the top rate once the controller has opened up.
+        // fills up to the top rate once the controller has opened up (the
+        // first bunches go out before any feedback, at whatever rate the
+        // controller starts from; the pauses follow the rate as it grows).
         let kbit = r.packets as f64 * 1500.0 * 8.0 / 4.0 / 1e3;
         assert!(
-            kbit > 200.0 && kbit < 900.0,
+            kbit > 800.0 && kbit < 1600.0,
             "{controller}: {kbit} kbit/s {r:?}"
         );
-        assert!(s.base >= 9, "{controller}: {s:?}");
+        assert!(s.base >= 4, "{controller}: {s:?}");
         assert_eq!(r.malformed, 0);
         assert!(r.loss < 0.01, "{controller}: {r:?}");
-        assert!(r.pictures >= 8 && r.frozen == 0, "{controller}: {r:?}");
+        assert!(r.pictures >= 4 && r.frozen == 0, "{controller}: {r:?}");
         // Every bunch of 3 back to back on loopback yields a sample, and
         // the server's CM turns them into the macroflow's capacity.
         assert!(r.samples >= 20, "{controller}: {r:?}");
@@ -85,7 +87,7 @@ fn garbage_is_counted_and_ignored_and_a_vanished_client_does_not_hang_the_server
     let s = serve(to, config(2, "iscc:l=2"));
     let r = h.join().unwrap();
     assert!(r.malformed >= 5, "{r:?}");
-    assert!(r.pictures >= 3, "{r:?} {s:?}");
+    assert!(r.pictures >= 2, "{r:?} {s:?}");
 
     // Nobody listens: the server finishes on time, on timeouts.
     let gone = UdpSocket::bind("127.0.0.1:0").unwrap();

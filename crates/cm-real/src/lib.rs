@@ -19,6 +19,7 @@
 //! | `real-collapse` | transport-selection-middleware §3, Figs 2–3 | `udp_collapse_ratio`, `cc_to_bottleneck` (Fig 1 topology, UDP vs CM proxies) |
 //! | `real-voip-proxy` | §4.3, Figs 6–7, Table 1 | `with_proxies_worst_off_capacity`, `without_fall_1x1_to_10x10`, delays per branch |
 //! | `real-layered` | cm-implementation-linux §3.4–3.5, Figs 8–9 | `worst_tracking_error`, `alf_switches_minus_rate`, `stream_to_reno_min/max` (layered streaming on a rate schedule) |
+//! | `real-scalability-t1` | iscc §VI-C, Fig 6 | `ISCC p_max / AIMD p_max`, the schemes' order (NACK-based video streams on a T1) |
 //! | `real-vat` | cm-implementation-linux §3.6, Fig 2 | `head_p95_to_fifo_p95`, `head_rate_to_reno_mean` (vat's drop-from-head vs FIFO buffer vs raw UDP beside Reno) |
 //! | `real-wrap` | transport-selection-middleware §3, §4.3 | `wrapped_udp_to_tcp`, `unwrapped_udp_link_share` (an unmodified `iperf3 -u` under `cm wrap`) |
 //!
@@ -40,6 +41,7 @@ pub mod forced;
 pub mod harness;
 pub mod layered;
 pub mod probe_feedback;
+pub mod scalability;
 pub mod sharing;
 pub mod tcp_friendly;
 pub mod throughput;
@@ -108,6 +110,11 @@ pub const EXPERIMENTS: &[(&str, &str, RealFn)] = &[
         "real-vat",
         "cm-implementation-linux §3.6, Fig 2: vat audio with drop-from-head vs FIFO buffering vs raw UDP, beside 5 Linux Reno transfers (root)",
         vat::run,
+    ),
+    (
+        "real-scalability-t1",
+        "iscc Fig 6 §VI-C on a real path: loss of 2-32 NACK-based video streams (AIMD, IIAD, TFRC, ISCC(2)) on an emulated T1 (root)",
+        scalability::run,
     ),
     (
         "real-wrap",

@@ -1,5 +1,6 @@
 //! `cm stream serve|play`: layered streaming over the CM
-//! (cm-implementation-linux §3.4–3.5, Figs 8–9).
+//! (cm-implementation-linux §3.4–3.5, Figs 8–9), and with `--nack`
+//! NACK-based scalable video (iscc §VI).
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -8,6 +9,7 @@ use std::rc::Rc;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use cm_apps::stream::{Api, ClientConfig, Layers, StreamClient, StreamServer};
+use cm_apps::video::{VideoClient, VideoClientConfig, VideoConfig, VideoServer};
 use libcm::ccudp::SharedCm;
 
 use crate::proxy_cmd::{Common, positive, relay};
@@ -24,7 +26,17 @@ layer at each rate callback (cm_thresh at 3/4 and 4/3) and sends whole
 frames on its own clock into a 64 KiB buffer. The client plays after a
 startup buffer and prints, per --every seconds, frames played, frozen
 (base layer incomplete at play time), the layer and the goodput. Feedback
-to the server's CM is the client's CC-UDP acknowledgements.")]
+to the server's CM is the client's CC-UDP acknowledgements.
+
+With --nack at both ends, NACK-based scalable video instead (iscc §VI):
+  on B:  cm stream play --nack --listen 0.0.0.0:5020 --every 1
+  on A:  cm stream serve --nack --to B:5020 --controller iscc:l=2 --secs 60
+A base layer (--base-kbit, 14 by default) plus a fine-grained enhancement
+layer up to --top-kbit, sent at the rate the controller allows (aimd, iiad,
+tfrc, iscc:l=2, ...; see docs/api.md) in bunches of 3 packets. The client
+acknowledges once per RTT, NACKs base packets missing before their playout
+deadline, and returns packet-bunch capacity samples, which ISCC runs on. It
+prints the loss, the frozen pictures and its capacity estimate.")]
 pub struct StreamArgs {
     #[command(subcommand)]
     end: End,
@@ -49,6 +61,21 @@ struct ServeArgs {
     /// How long to stream, seconds.
     #[arg(long, default_value_t = 30.0)]
     secs: f64,
+    /// NACK-based scalable video instead of the 4-layer source.
+    #[arg(long)]
+    nack: bool,
+    /// With --nack: the macroflow's controller (e.g. aimd, iiad, tfrc, iscc:l=2).
+    #[arg(long, default_value = "iscc:l=2", requires = "nack")]
+    controller: String,
+    /// With --nack: the base layer's rate, kbit/s.
+    #[arg(long, default_value_t = 14.0, requires = "nack")]
+    base_kbit: f64,
+    /// With --nack: the top rate (base plus enhancement), kbit/s.
+    #[arg(long, default_value_t = 1500.0, requires = "nack")]
+    top_kbit: f64,
+    /// With --nack: the client's playout delay, seconds (base packets NACKed until then).
+    #[arg(long, default_value_t = 3.0, requires = "nack")]
+    playout: f64,
     /// Print the report as pretty JSON when done.
     #[arg(long)]
     json: bool,
@@ -68,6 +95,12 @@ struct PlayArgs {
     /// Stop when nothing has come for this many seconds.
     #[arg(long, default_value_t = 3.0)]
     idle: f64,
+    /// NACK-based scalable video (the server's --nack).
+    #[arg(long)]
+    nack: bool,
+    /// With --nack: the playout delay, seconds (as the server's).
+    #[arg(long, default_value_t = 3.0, requires = "nack")]
+    playout: f64,
     #[command(flatten)]
     common: Common,
 }
@@ -76,6 +109,8 @@ struct PlayArgs {
 pub fn run(a: &StreamArgs) -> anyhow::Result<()> {
     let cm: SharedCm = Rc::new(RefCell::new(libcm::Cm::new().context("opening the CM")?));
     match &a.end {
+        End::Serve(s) if s.nack => serve_nack(s, &cm),
+        End::Play(p) if p.nack => play_nack(p, &cm),
         End::Serve(s) => {
             let Some(duration) = positive("secs", Some(s.secs))? else {
                 bail!("--secs is required")
@@ -137,4 +172,86 @@ pub fn run(a: &StreamArgs) -> anyhow::Result<()> {
             })
         }
     }
+}
+
+/// `cm stream serve --nack`.
+fn serve_nack(s: &ServeArgs, cm: &SharedCm) -> anyhow::Result<()> {
+    let (Some(duration), Some(playout)) = (
+        positive("secs", Some(s.secs))?,
+        positive("playout", Some(s.playout))?,
+    ) else {
+        bail!("--secs and --playout are required")
+    };
+    let controller = s
+        .controller
+        .parse()
+        .with_context(|| format!("--controller {}", s.controller))?;
+    let cfg = VideoConfig {
+        base_bps: s.base_kbit * 1e3,
+        top_bps: s.top_kbit * 1e3,
+        playout,
+        duration,
+        controller,
+        ..VideoConfig::default()
+    };
+    let mut sv = VideoServer::connect(cm, s.to, cfg)?;
+    eprintln!(
+        "cm stream serve --nack: to {} for {} s, {} (base {} kbit/s, top {} kbit/s, bunches of 3)",
+        s.to, s.secs, s.controller, s.base_kbit, s.top_kbit
+    );
+    let common = Common {
+        secs: None,
+        json: s.json,
+        every: s.every,
+    };
+    relay(&mut sv, cm, &common, VideoServer::report, |sv| {
+        let r = sv.report();
+        let kbit = |b: Option<f64>| b.map_or("-".to_string(), |b| format!("{:.0}", b / 1e3));
+        format!(
+            "rate {} kbit/s capacity {} kbit/s base {} resent {} enhancement {} lost {} samples {}",
+            kbit(r.rate_bps),
+            kbit(r.capacity_bps),
+            r.base,
+            r.resent,
+            r.enhancement,
+            r.lost,
+            r.samples
+        )
+    })
+}
+
+/// `cm stream play --nack`.
+fn play_nack(p: &PlayArgs, cm: &SharedCm) -> anyhow::Result<()> {
+    let (Some(playout), Some(idle)) = (
+        positive("playout", Some(p.playout))?,
+        positive("idle", Some(p.idle))?,
+    ) else {
+        bail!("--playout and --idle are required")
+    };
+    let cfg = VideoClientConfig {
+        listen: p.listen,
+        report: std::time::Duration::from_millis(200),
+        playout,
+        idle,
+    };
+    let mut c = VideoClient::bind(cfg)?;
+    eprintln!(
+        "cm stream play --nack: listening on {}; playout delay {} s, stops {} s after the last packet",
+        c.local_addr()?,
+        p.playout,
+        p.idle
+    );
+    relay(&mut c, cm, &p.common, VideoClient::report, |c| {
+        let r = c.report();
+        format!(
+            "packets {} loss {:.2}% pictures {} frozen {} recovered {} capacity {} kbit/s",
+            r.packets,
+            r.loss * 100.0,
+            r.pictures,
+            r.frozen,
+            r.recovered,
+            r.median_sample_bps
+                .map_or("-".to_string(), |b| format!("{:.0}", b / 1e3))
+        )
+    })
 }

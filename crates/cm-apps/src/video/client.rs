@@ -101,7 +101,8 @@ pub struct VideoClient {
     highest_seq: Option<u64>,
     first: Option<Instant>,
     last: Option<Instant>,
-    bytes_by_second: Vec<u64>,
+    /// Per second since the first packet: bytes, pictures, frozen.
+    by_second: Vec<(u64, u32, u32)>,
     report: VideoClientReport,
     buf: Vec<u8>,
 }
@@ -131,7 +132,7 @@ impl VideoClient {
             highest_seq: None,
             first: None,
             last: None,
-            bytes_by_second: Vec::new(),
+            by_second: Vec::new(),
             report: VideoClientReport::default(),
             buf: vec![0u8; 65_536],
         })
@@ -160,9 +161,17 @@ impl VideoClient {
         let mut s = self.samples.1.clone();
         s.sort_unstable();
         r.median_sample_bps = s.get(s.len() / 2).map(|&b| b as f64 * 8.0);
-        for (i, sec) in r.seconds.iter_mut().enumerate() {
-            sec.goodput_bps = self.bytes_by_second.get(i).map_or(0.0, |&b| b as f64 * 8.0);
-        }
+        r.seconds = self
+            .by_second
+            .iter()
+            .enumerate()
+            .map(|(t, &(bytes, pictures, frozen))| VideoSecond {
+                t: t as u32,
+                goodput_bps: bytes as f64 * 8.0,
+                pictures,
+                frozen,
+            })
+            .collect();
         r
     }
 
@@ -209,13 +218,7 @@ impl VideoClient {
             self.last = Some(now);
             self.report.packets += 1;
             self.highest_seq = Some(self.highest_seq.map_or(header.seq, |h| h.max(header.seq)));
-            let sec = self
-                .first
-                .map_or(0, |f| now.duration_since(f).as_secs() as usize);
-            if self.bytes_by_second.len() <= sec {
-                self.bytes_by_second.resize(sec + 1, 0);
-            }
-            self.bytes_by_second[sec] += (n + HEADERS) as u64;
+            self.second(now).0 += (n + HEADERS) as u64;
             let t = piece.tag;
             let wire_len = Bytes((n + HEADERS) as u64);
             if let Some(s) =
@@ -240,6 +243,17 @@ impl VideoClient {
                 Kind::Enhancement => {}
             }
         }
+    }
+
+    /// The counters of the second `now` falls in.
+    fn second(&mut self, now: Instant) -> &mut (u64, u32, u32) {
+        let t = self
+            .first
+            .map_or(0, |f| now.duration_since(f).as_secs() as usize);
+        if self.by_second.len() <= t {
+            self.by_second.resize(t + 1, (0, 0, 0));
+        }
+        &mut self.by_second[t]
     }
 
     /// The time between reports: the server's RTT, within 1 ms and the
@@ -275,19 +289,9 @@ impl VideoClient {
             self.nacked.remove(&i);
             self.report.pictures += 1;
             self.report.frozen += u64::from(frozen);
-            let sec = self.first.map_or(0, |f| f.elapsed().as_secs() as u32);
-            match self.report.seconds.last_mut() {
-                Some(s) if s.t == sec => {
-                    s.pictures += 1;
-                    s.frozen += u32::from(frozen);
-                }
-                _ => self.report.seconds.push(VideoSecond {
-                    t: sec,
-                    pictures: 1,
-                    frozen: u32::from(frozen),
-                    ..VideoSecond::default()
-                }),
-            }
+            let sec = self.second(Instant::now());
+            sec.1 += 1;
+            sec.2 += u32::from(frozen);
             self.next_picture += 1;
         }
     }

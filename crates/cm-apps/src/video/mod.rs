@@ -59,13 +59,13 @@ pub struct VideoConfig {
 
 impl Default for VideoConfig {
     /// The paper's base layer (14 kbit/s), a 1.5 Mbit/s top, bunches of 3,
-    /// a 1 s playout delay, 60 s, ISCC(2) (iscc §VI).
+    /// the paper's 3 s startup delay, 60 s, ISCC(2) (iscc §VI).
     fn default() -> Self {
         VideoConfig {
             base_bps: 14_000.0,
             top_bps: 1_500_000.0,
             burst: 3,
-            playout: Duration::from_secs(1),
+            playout: Duration::from_secs(3),
             duration: Duration::from_secs(60),
             controller: "iscc:l=2".parse().unwrap_or_default(),
         }

@@ -53,7 +53,10 @@ pub struct VideoServerReport {
 pub struct VideoServer {
     cm: SharedCm,
     channel: AlfChannel,
-    /// When the next bunch may be asked for (`None`: one is under way).
+    /// When the last bunch was asked for, once it is complete (`None`:
+    /// one is under way, or none was yet).
+    last_burst: Option<Instant>,
+    /// When the next bunch may be asked for, at the CM's rate now.
     next_burst: Option<Instant>,
     /// When the bunch under way was asked for.
     asked: Option<Instant>,
@@ -108,6 +111,7 @@ impl VideoServer {
         Ok(VideoServer {
             cm: SharedCm::clone(cm),
             channel,
+            last_burst: None,
             next_burst: Some(now),
             asked: None,
             source: Source {
@@ -188,17 +192,20 @@ impl VideoServer {
             src.bursts.cut();
         }
         if self.asked.is_some() && src.bursts.starts_burst() {
-            // The source's own top rate paces the bunches when it is the
-            // lower: a bunch must find a whole bunch of data to send.
+            self.last_burst = self.asked.take();
+        }
+        if let Some(from) = self.last_burst {
+            // The pause runs at the rate the CM gives now (it may have
+            // grown since the bunch: the first ones go out before any
+            // feedback). The source's own top rate paces the bunches when
+            // it is the lower: a bunch must find a whole bunch of data.
             let top = Rate::from_bytes_per_sec((src.cfg.top_bps / 8.0) as u64);
             let rate = cm.query(self.channel.flow())?.rate.map(|r| r.min(top));
             let mtu = Bytes((src.payload + PIECE_HEADER + 44) as u64);
             let gap = rate
                 .and_then(|r| src.bursts.burst_interval(r, mtu))
                 .map_or(NO_RATE_GAP, |d| Duration::from_micros(d.as_micros()));
-            let from = self.asked.unwrap_or(now);
             self.next_burst = Some((from + gap).max(now));
-            self.asked = None;
         }
         let open = now < src.start + src.cfg.duration;
         let stale = self.asked.is_some_and(|t| t.elapsed() >= REQUEST_RETRY);
@@ -206,6 +213,7 @@ impl VideoServer {
             let k = u32::from(src.bursts.remaining());
             self.channel.request_mtus(&mut cm, k)?;
             self.asked = Some(now);
+            self.last_burst = None;
             self.next_burst = None;
         }
         Ok(())
