@@ -138,6 +138,14 @@ PROSE = {
         "leaves it, both when it reads cm_query at each grant (ALF) and when "
         "it follows rate callbacks; ALF switches layers more often.",
     },
+    "real-scalability-t1": {
+        "figure": "iscc Fig 6, §VI-C (real T1)",
+        "claim": "n NACK-based video streams (cm stream --nack: base layer plus "
+        "FGS enhancement, packet bunches, NACKs, capacity samples) of one scheme "
+        "share an emulated T1; as n grows, AIMD's, IIAD's and TFRC's loss at the "
+        "bottleneck climbs while ISCC(2), running on the capacity measured from "
+        "the bunches, keeps it low.",
+    },
     "real-vat": {
         "figure": "cm-implementation-linux §3.6, Fig 2 (vat interactive audio)",
         "claim": "vat through the CM, policed to the CM's long-term rate and sent "

@@ -3,7 +3,7 @@
 # looked up verbatim in README.md, so the README cannot drift from what is
 # run): the daemon with `cm flow` and `cm stat`, the CC-UDP example, the C
 # example, `cm demo --help`, one simulated scenario, `cm select`, the
-# build of `cm wrap`, `cm vat` and `cm stream`. The demo itself, the
+# build of `cm wrap`, `cm vat` and `cm stream` (layered and `--nack`). The demo itself, the
 # experiments, the benchmarks and the root-only commands have their own
 # steps in scripts/test.sh. Bounded: every command but the daemon has a
 # timeout, and the daemon is stopped on every exit.
@@ -68,4 +68,13 @@ sleep 1
 run 'cargo run --release -p cm -- stream serve --to 127.0.0.1:5020 --api alf --secs 10' >/dev/null
 wait "$stream_pid"
 grep -q '"played": *[1-9]' /tmp/cm-readme-stream.json || { echo "error: cm stream play played nothing" >&2; cat /tmp/cm-readme-stream.json >&2; exit 1; }
+
+# The NACK video pair: the client stops 3 s after the server's last packet.
+in_readme 'cargo run --release -p cm -- stream play --nack --listen 127.0.0.1:5030 &'
+timeout 60 cargo run --release --locked -q -p cm -- stream play --nack --listen 127.0.0.1:5030 >/tmp/cm-readme-nack.json 2>/dev/null &
+nack_pid=$!
+sleep 1
+run 'cargo run --release -p cm -- stream serve --nack --to 127.0.0.1:5030 --controller iscc:l=2 --secs 10' >/dev/null
+wait "$nack_pid"
+grep -q '"pictures": *[1-9]' /tmp/cm-readme-nack.json || { echo "error: cm stream play --nack saw no pictures" >&2; cat /tmp/cm-readme-nack.json >&2; exit 1; }
 echo "ok: the README's short commands run as written"

@@ -19,6 +19,7 @@
 //! | `real-collapse` | transport-selection-middleware §3, Figs 2–3 | `udp_collapse_ratio`, `cc_to_bottleneck` (Fig 1 topology, UDP vs CM proxies) |
 //! | `real-voip-proxy` | §4.3, Figs 6–7, Table 1 | `with_proxies_worst_off_capacity`, `without_fall_1x1_to_10x10`, delays per branch |
 //! | `real-layered` | cm-implementation-linux §3.4–3.5, Figs 8–9 | `worst_tracking_error`, `alf_switches_minus_rate`, `stream_to_reno_min/max` (layered streaming on a rate schedule) |
+//! | `real-bw-estimate` | iscc §VI-B, Fig 5 | samples within 2% (2 flows) and 7% (32 flows) of the T1 rate, the flows' agreement |
 //! | `real-scalability-t1` | iscc §VI-C, Fig 6 | `ISCC p_max / AIMD p_max`, the schemes' order (NACK-based video streams on a T1) |
 //! | `real-vat` | cm-implementation-linux §3.6, Fig 2 | `head_p95_to_fifo_p95`, `head_rate_to_reno_mean` (vat's drop-from-head vs FIFO buffer vs raw UDP beside Reno) |
 //! | `real-wrap` | transport-selection-middleware §3, §4.3 | `wrapped_udp_to_tcp`, `unwrapped_udp_link_share` (an unmodified `iperf3 -u` under `cm wrap`) |
@@ -34,6 +35,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod bw_estimate;
 pub mod collapse;
 pub mod ensemble;
 pub mod error;
@@ -115,6 +117,11 @@ pub const EXPERIMENTS: &[(&str, &str, RealFn)] = &[
         "real-scalability-t1",
         "iscc Fig 6 §VI-C on a real path: loss of 2-32 NACK-based video streams (AIMD, IIAD, TFRC, ISCC(2)) on an emulated T1 (root)",
         scalability::run,
+    ),
+    (
+        "real-bw-estimate",
+        "iscc Fig 5 §VI-B on a real path: packet-bunch capacity samples of 2 and 32 NACK-based AIMD streams on an emulated T1 (root)",
+        bw_estimate::run,
     ),
     (
         "real-wrap",

@@ -37,6 +37,16 @@ use crate::harness::{HostOptions, Rig, embedded_cm};
 
 /// One-way delay: a 100 ms RTT (the T1 path).
 const ONE_WAY: Duration = Duration::from_millis(50);
+
+/// The emulated T1: its rate, the delay, the paper's 40-packet queue.
+pub(crate) fn t1_path() -> PathConfig {
+    PathConfig {
+        rate_bps: T1_BPS,
+        one_way_delay: ONE_WAY,
+        queue: Queue::Packets(u64::from(QUEUE_PACKETS)),
+        ..PathConfig::default()
+    }
+}
 /// First client port.
 const PORT: u16 = 6100;
 /// The playout (startup) delay: the paper's 3 s (iscc §VI-C).
@@ -62,13 +72,16 @@ fn sizes(quick: bool) -> (Vec<Scheme>, Vec<usize>, u64, u64) {
 }
 
 /// What one run of `n` streams of a scheme measured.
-struct RunResult {
-    scheme: Scheme,
-    n: usize,
-    loss: f64,
+pub(crate) struct RunResult {
+    pub(crate) scheme: Scheme,
+    pub(crate) n: usize,
+    /// Bottleneck drops over arrivals in the measured window.
+    pub(crate) loss: f64,
     utilization: f64,
     servers: Vec<VideoServerReport>,
     clients: Vec<VideoClientReport>,
+    /// Each client's capacity samples, bit/s.
+    pub(crate) samples: Vec<Vec<f64>>,
 }
 
 impl RunResult {
@@ -80,6 +93,11 @@ impl RunResult {
         if p == 0 { 0.0 } else { f as f64 / p as f64 }
     }
 
+    /// Each server's filtered capacity estimate at the end, bit/s.
+    pub(crate) fn estimates_bps(&self) -> Vec<f64> {
+        self.servers.iter().filter_map(|s| s.capacity_bps).collect()
+    }
+
     fn capacity_bps(&self) -> Option<f64> {
         let c: Vec<f64> = self.servers.iter().filter_map(|s| s.capacity_bps).collect();
         (!c.is_empty()).then(|| c.iter().sum::<f64>() / c.len() as f64)
@@ -89,14 +107,20 @@ impl RunResult {
 /// `n` streams of `scheme` on the rig's path: the last starts `(n−1)` ×
 /// [`STAGGER`] in; loss counts from `warm` seconds after that for
 /// `measure` seconds, and every stream ends then.
-fn run_one(rig: &Rig, scheme: Scheme, n: usize, warm: u64, measure: u64) -> Result<RunResult> {
+pub(crate) fn run_one(
+    rig: &Rig,
+    scheme: Scheme,
+    n: usize,
+    warm: u64,
+    measure: u64,
+) -> Result<RunResult> {
     let rcv = rig.path().receiver_addr();
     let addr = move |i: usize| SocketAddr::V4(SocketAddrV4::new(rcv, PORT + i as u16));
     let last_start = STAGGER * (n as u32 - 1);
     let end = last_start + Duration::from_secs(warm + measure);
     let clients =
         rig.path()
-            .spawn_in(Node::Receiver, move || -> Result<Vec<VideoClientReport>> {
+            .spawn_in(Node::Receiver, move || -> Result<Vec<(VideoClientReport, Vec<f64>)>> {
                 let cm = embedded_cm()?;
                 let mut ends = (0..n)
                     .map(|i| {
@@ -111,7 +135,7 @@ fn run_one(rig: &Rig, scheme: Scheme, n: usize, warm: u64, measure: u64) -> Resu
                     .collect::<Result<Vec<_>>>()?;
                 let until = Instant::now() + end + Duration::from_secs(10);
                 run_all(&mut ends, &cm, &AtomicBool::new(false), Some(until)).map_err(program)?;
-                Ok(ends.iter().map(VideoClient::report).collect())
+                Ok(ends.iter().map(|c| (c.report(), c.samples_bps())).collect())
             })?;
     std::thread::sleep(Duration::from_millis(200));
     let t0 = Instant::now();
@@ -157,6 +181,7 @@ fn run_one(rig: &Rig, scheme: Scheme, n: usize, warm: u64, measure: u64) -> Resu
     let clients = clients
         .join()
         .map_err(|_| RealError::Thread("video clients"))??;
+    let (clients, samples) = clients.into_iter().unzip();
     let (sent, dropped) = (b.sent_packets - a.sent_packets, b.dropped - a.dropped);
     Ok(RunResult {
         scheme,
@@ -165,6 +190,7 @@ fn run_one(rig: &Rig, scheme: Scheme, n: usize, warm: u64, measure: u64) -> Resu
         utilization: (b.sent_bytes - a.sent_bytes) as f64 * 8.0 / (T1_BPS as f64 * secs),
         servers,
         clients,
+        samples,
     })
 }
 
@@ -176,13 +202,7 @@ fn program(e: cm_force::proxy::ProxyError) -> RealError {
 pub fn run(opts: &RealOpts) -> Result<Output> {
     let (schemes, ns, warm, measure) = sizes(opts.quick);
     let bar = Progress::new("real-scalability-t1", schemes.len() * ns.len(), opts.quiet);
-    let cfg = PathConfig {
-        rate_bps: T1_BPS,
-        one_way_delay: ONE_WAY,
-        queue: Queue::Packets(u64::from(QUEUE_PACKETS)),
-        ..PathConfig::default()
-    };
-    let rig = Rig::build(cfg, HostOptions::sack(true))?;
+    let rig = Rig::build(t1_path(), HostOptions::sack(true))?;
     let mut runs = Vec::new();
     for &scheme in &schemes {
         for &n in &ns {

@@ -143,6 +143,12 @@ impl VideoClient {
         self.sock.local_addr()
     }
 
+    /// Every capacity sample it took, bit/s, in order (iscc Fig 5's
+    /// estimates).
+    pub fn samples_bps(&self) -> Vec<f64> {
+        self.samples.1.iter().map(|&b| b as f64 * 8.0).collect()
+    }
+
     /// What it has seen so far.
     pub fn report(&self) -> VideoClientReport {
         let mut r = self.report.clone();
