@@ -88,6 +88,14 @@ impl AlfChannel {
         })
     }
 
+    /// The peer holds its acknowledgements back for up to `hold` (it
+    /// reports in batches): the retransmission timeout stays above it
+    /// (`Accounting::with_feedback_hold`). Call before sending.
+    pub fn set_feedback_hold(&mut self, hold: StdDuration) {
+        let hold = cm_core::Duration::from_micros(hold.as_micros() as u64);
+        self.acct = Accounting::with_feedback_hold(hold);
+    }
+
     /// The CM flow.
     pub fn flow(&self) -> FlowId {
         self.flow

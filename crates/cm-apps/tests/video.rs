@@ -22,6 +22,7 @@ fn client() -> (SocketAddr, thread::JoinHandle<VideoClientReport>) {
                 report: Duration::from_millis(50),
                 playout: Duration::from_secs(1),
                 idle: Duration::from_secs(1),
+                batch: None,
             })
             .unwrap()
         },

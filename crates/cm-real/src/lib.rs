@@ -18,6 +18,7 @@
 //! | `real-probe-feedback` | sigcomm1999 §4.2–4.3 | `median_ratio_reno` (CC-UDP on probes alone ÷ Reno), fallback, restart |
 //! | `real-collapse` | transport-selection-middleware §3, Figs 2–3 | `udp_collapse_ratio`, `cc_to_bottleneck` (Fig 1 topology, UDP vs CM proxies) |
 //! | `real-voip-proxy` | §4.3, Figs 6–7, Table 1 | `with_proxies_worst_off_capacity`, `without_fall_1x1_to_10x10`, delays per branch |
+//! | `real-delayed-feedback` | cm-implementation-linux §4.4, Fig 10 | the first rate report's delay, rate steps delayed / per-RTT (feedback delayed by min(500 acks, 2 s)) |
 //! | `real-layered` | cm-implementation-linux §3.4–3.5, Figs 8–9 | `worst_tracking_error`, `alf_switches_minus_rate`, `stream_to_reno_min/max` (layered streaming on a rate schedule) |
 //! | `real-bw-estimate` | iscc §VI-B, Fig 5 | samples within 2% (2 flows) and 7% (32 flows) of the T1 rate, the flows' agreement |
 //! | `real-scalability-t1` | iscc §VI-C, Fig 6 | `ISCC p_max / AIMD p_max`, the schemes' order (NACK-based video streams on a T1) |
@@ -37,6 +38,7 @@
 
 pub mod bw_estimate;
 pub mod collapse;
+pub mod delayed_feedback;
 pub mod ensemble;
 pub mod error;
 pub mod forced;
@@ -122,6 +124,11 @@ pub const EXPERIMENTS: &[(&str, &str, RealFn)] = &[
         "real-bw-estimate",
         "iscc Fig 5 §VI-B on a real path: packet-bunch capacity samples of 2 and 32 NACK-based AIMD streams on an emulated T1 (root)",
         bw_estimate::run,
+    ),
+    (
+        "real-delayed-feedback",
+        "cm-implementation-linux Fig 10: the CM's reported bandwidth with per-RTT feedback and with feedback delayed by min(500 acks, 2 s) (root)",
+        delayed_feedback::run,
     ),
     (
         "real-wrap",

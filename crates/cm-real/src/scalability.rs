@@ -118,25 +118,27 @@ pub(crate) fn run_one(
     let addr = move |i: usize| SocketAddr::V4(SocketAddrV4::new(rcv, PORT + i as u16));
     let last_start = STAGGER * (n as u32 - 1);
     let end = last_start + Duration::from_secs(warm + measure);
-    let clients =
-        rig.path()
-            .spawn_in(Node::Receiver, move || -> Result<Vec<(VideoClientReport, Vec<f64>)>> {
-                let cm = embedded_cm()?;
-                let mut ends = (0..n)
-                    .map(|i| {
-                        VideoClient::bind(VideoClientConfig {
-                            listen: addr(i),
-                            report: Duration::from_millis(200),
-                            playout: PLAYOUT,
-                            idle: Duration::from_secs(3),
-                        })
-                        .map_err(program)
+    let clients = rig.path().spawn_in(
+        Node::Receiver,
+        move || -> Result<Vec<(VideoClientReport, Vec<f64>)>> {
+            let cm = embedded_cm()?;
+            let mut ends = (0..n)
+                .map(|i| {
+                    VideoClient::bind(VideoClientConfig {
+                        listen: addr(i),
+                        report: Duration::from_millis(200),
+                        playout: PLAYOUT,
+                        idle: Duration::from_secs(3),
+                        batch: None,
                     })
-                    .collect::<Result<Vec<_>>>()?;
-                let until = Instant::now() + end + Duration::from_secs(10);
-                run_all(&mut ends, &cm, &AtomicBool::new(false), Some(until)).map_err(program)?;
-                Ok(ends.iter().map(|c| (c.report(), c.samples_bps())).collect())
-            })?;
+                    .map_err(program)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let until = Instant::now() + end + Duration::from_secs(10);
+            run_all(&mut ends, &cm, &AtomicBool::new(false), Some(until)).map_err(program)?;
+            Ok(ends.iter().map(|c| (c.report(), c.samples_bps())).collect())
+        },
+    )?;
     std::thread::sleep(Duration::from_millis(200));
     let t0 = Instant::now();
     let servers = (0..n)

@@ -273,3 +273,13 @@ fn real_bw_estimate_bunches_measure_the_t1() {
     let Some(_serial) = root() else { return };
     assert_passes("real-bw-estimate");
 }
+
+/// Delayed feedback (cm-implementation-linux Fig 10): a client holding its
+/// acknowledgements for min(500 packets, 2 s) delays the first rate report
+/// by 2 s and makes the reported rate move in steps; on a CM without aging
+/// the stream then fills the path once 500 packets fit in flight.
+#[test]
+fn real_delayed_feedback_makes_the_reported_rate_bursty() {
+    let Some(_serial) = root() else { return };
+    assert_passes("real-delayed-feedback");
+}

@@ -76,6 +76,10 @@ struct ServeArgs {
     /// With --nack: the client's playout delay, seconds (base packets NACKed until then).
     #[arg(long, default_value_t = 3.0, requires = "nack")]
     playout: f64,
+    /// With --nack: the client holds its feedback back up to this many
+    /// seconds (its --report with --batch); the retransmission timeout stays above it.
+    #[arg(long, requires = "nack")]
+    feedback_hold: Option<f64>,
     /// Print the report as pretty JSON when done.
     #[arg(long)]
     json: bool,
@@ -101,6 +105,14 @@ struct PlayArgs {
     /// With --nack: the playout delay, seconds (as the server's).
     #[arg(long, default_value_t = 3.0, requires = "nack")]
     playout: f64,
+    /// With --nack: the longest time between acknowledgements, seconds
+    /// (about one RTT is used when shorter, unless --batch is given).
+    #[arg(long, default_value_t = 0.2, requires = "nack")]
+    report: f64,
+    /// With --nack: delay feedback until this many packets have arrived or
+    /// --report has passed, whichever is first (e.g. --batch 500 --report 2).
+    #[arg(long, requires = "nack")]
+    batch: Option<u32>,
     #[command(flatten)]
     common: Common,
 }
@@ -192,6 +204,7 @@ fn serve_nack(s: &ServeArgs, cm: &SharedCm) -> anyhow::Result<()> {
         playout,
         duration,
         controller,
+        feedback_hold: positive("feedback-hold", s.feedback_hold)?,
         ..VideoConfig::default()
     };
     let mut sv = VideoServer::connect(cm, s.to, cfg)?;
@@ -222,17 +235,22 @@ fn serve_nack(s: &ServeArgs, cm: &SharedCm) -> anyhow::Result<()> {
 
 /// `cm stream play --nack`.
 fn play_nack(p: &PlayArgs, cm: &SharedCm) -> anyhow::Result<()> {
-    let (Some(playout), Some(idle)) = (
+    let (Some(playout), Some(idle), Some(report)) = (
         positive("playout", Some(p.playout))?,
         positive("idle", Some(p.idle))?,
+        positive("report", Some(p.report))?,
     ) else {
-        bail!("--playout and --idle are required")
+        bail!("--playout, --idle and --report are required")
     };
+    if p.batch == Some(0) {
+        bail!("--batch must be at least 1");
+    }
     let cfg = VideoClientConfig {
         listen: p.listen,
-        report: std::time::Duration::from_millis(200),
+        report,
         playout,
         idle,
+        batch: p.batch,
     };
     let mut c = VideoClient::bind(cfg)?;
     eprintln!(

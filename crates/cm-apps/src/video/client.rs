@@ -34,6 +34,11 @@ pub struct VideoClientConfig {
     pub playout: Duration,
     /// Stop when nothing has arrived for this long after the first packet.
     pub idle: Duration,
+    /// Hold feedback back: acknowledge and report after this many new
+    /// packets or after `report`, whichever comes first (the delayed
+    /// feedback of cm-implementation-linux Fig 10, min(500 acks, 2 s));
+    /// the server's RTT is then not used. `None`: about once per RTT.
+    pub batch: Option<u32>,
 }
 
 /// One second of the stream.
@@ -87,6 +92,8 @@ pub struct VideoClient {
     /// When the next ack and report are due, and the server's RTT.
     next_report: Option<Instant>,
     rtt: Duration,
+    /// New packets since the last ack.
+    unreported: u32,
     sampler: BunchSampler,
     /// Samples not yet reported, bytes/s; and all of them.
     samples: (Vec<u64>, Vec<u64>),
@@ -122,6 +129,7 @@ impl VideoClient {
             acks: None,
             next_report: None,
             rtt: Duration::ZERO,
+            unreported: 0,
             sampler: BunchSampler::new(),
             samples: (Vec::new(), Vec::new()),
             base: BTreeSet::new(),
@@ -223,6 +231,7 @@ impl VideoClient {
             }
             self.last = Some(now);
             self.report.packets += 1;
+            self.unreported = self.unreported.saturating_add(1);
             self.highest_seq = Some(self.highest_seq.map_or(header.seq, |h| h.max(header.seq)));
             self.second(now).0 += (n + HEADERS) as u64;
             let t = piece.tag;
@@ -265,7 +274,7 @@ impl VideoClient {
     /// The time between reports: the server's RTT, within 1 ms and the
     /// configured period.
     fn period(&self) -> Duration {
-        if self.rtt.is_zero() {
+        if self.rtt.is_zero() || self.cfg.batch.is_some() {
             return self.cfg.report;
         }
         self.rtt.clamp(
@@ -305,10 +314,12 @@ impl VideoClient {
     /// At each report period: the ack, then the NACKs and samples.
     fn send_reports(&mut self) -> Result<(), ProxyError> {
         let wall = Instant::now();
-        if self.next_report.is_none_or(|t| t > wall) {
+        let full = self.cfg.batch.is_some_and(|b| self.unreported >= b);
+        if !full && self.next_report.is_none_or(|t| t > wall) {
             return Ok(());
         }
         self.next_report = Some(wall + self.period());
+        self.unreported = 0;
         let Some(acks) = self.acks.as_mut() else {
             return Ok(());
         };

@@ -55,6 +55,10 @@ pub struct VideoConfig {
     pub duration: Duration,
     /// The controller of the server's macroflow.
     pub controller: ControllerConfig,
+    /// The client holds its feedback back for up to this long
+    /// ([`VideoClientConfig::batch`]): the retransmission timeout stays
+    /// above it.
+    pub feedback_hold: Option<Duration>,
 }
 
 impl Default for VideoConfig {
@@ -68,6 +72,7 @@ impl Default for VideoConfig {
             playout: Duration::from_secs(3),
             duration: Duration::from_secs(60),
             controller: "iscc:l=2".parse().unwrap_or_default(),
+            feedback_hold: None,
         }
     }
 }

@@ -61,7 +61,13 @@ pub struct VideoServer {
     /// When the bunch under way was asked for.
     asked: Option<Instant>,
     source: Source,
+    /// `(seconds since the start, cm_query's rate in bit/s)` every
+    /// [`TRACE_EVERY`] (0 before the CM has a rate).
+    trace: Vec<(f64, f64)>,
 }
+
+/// How often the server records `cm_query`'s rate.
+const TRACE_EVERY: Duration = Duration::from_millis(50);
 
 /// The layered source and its bunch numbering.
 struct Source {
@@ -97,7 +103,10 @@ impl VideoServer {
             what: "the CM is in use".into(),
             error: io::Error::other("borrowed"),
         })?;
-        let channel = setup("opening the channel", AlfChannel::open(&mut c, to))?;
+        let mut channel = setup("opening the channel", AlfChannel::open(&mut c, to))?;
+        if let Some(hold) = cfg.feedback_hold {
+            channel.set_feedback_hold(hold);
+        }
         setup(
             "setting the controller",
             c.set_controller(channel.flow(), &cfg.controller)
@@ -114,6 +123,7 @@ impl VideoServer {
             last_burst: None,
             next_burst: Some(now),
             asked: None,
+            trace: Vec::new(),
             source: Source {
                 cfg,
                 bursts,
@@ -127,6 +137,13 @@ impl VideoServer {
                 report: VideoServerReport::default(),
             },
         })
+    }
+
+    /// The rate the CM reported for the flow, every 50 ms:
+    /// `(seconds since the start, bit/s)`, 0 before it has one
+    /// (cm-implementation-linux Fig 10's "reported bandwidth").
+    pub fn rate_trace(&self) -> &[(f64, f64)] {
+        &self.trace
     }
 
     /// What it has done so far.
@@ -190,6 +207,13 @@ impl VideoServer {
         let now = Instant::now();
         if short {
             src.bursts.cut();
+        }
+        let t = now.duration_since(src.start).as_secs_f64();
+        let due = self.trace.len() as f64 * TRACE_EVERY.as_secs_f64();
+        if t >= due && t < src.cfg.duration.as_secs_f64() {
+            let rate = cm.query(self.channel.flow())?.rate;
+            let bps = rate.map_or(0.0, |r| r.bytes_per_sec() as f64 * 8.0);
+            self.trace.push((t, bps));
         }
         if self.asked.is_some() && src.bursts.starts_burst() {
             self.last_burst = self.asked.take();

@@ -120,6 +120,18 @@ impl Accounting {
         }
     }
 
+    /// Nothing sent yet, for a peer that holds its acknowledgements back
+    /// for up to `hold` (it reports in batches, cm-implementation-linux
+    /// Fig 10): the timeout never goes below `hold` plus [`MIN_RTO`], so
+    /// a batch that is merely late is not taken for persistent congestion.
+    pub fn with_feedback_hold(hold: Duration) -> Self {
+        let floor = hold + MIN_RTO;
+        Accounting {
+            rtt: RttEstimator::new(floor, MAX_RTO.max(floor), INITIAL_RTO.max(floor)),
+            ..Accounting::new()
+        }
+    }
+
     /// The sequence number the next datagram gets.
     pub fn next_seq(&self) -> u64 {
         self.base + self.slots.len() as u64

@@ -182,6 +182,28 @@ fn beyond_the_mask_the_cumulative_count_decides() {
 }
 
 #[test]
+fn a_peer_that_holds_its_acks_back_is_not_timed_out_before_the_hold() {
+    let mut p = Pair::sent(3);
+    p.tx = Accounting::with_feedback_hold(Duration::from_secs(2));
+    for _ in 0..3 {
+        p.tx.on_queued(LEN);
+        p.tx.on_departed(t(0));
+    }
+    // 2 s of hold plus the minimum RTO, also before any RTT sample.
+    assert_eq!(p.tx.poll_timeout(), Some(t(2200)));
+    assert!(p.tx.handle_timeout(t(2199)).is_none());
+    // The batch at 2 s resolves everything, and a small RTT sample keeps
+    // the floor.
+    for seq in 0..3 {
+        p.arrive(seq, t(30));
+    }
+    let a = p.ack(t(2000));
+    let fb = p.deliver(&a, t(2030)).unwrap();
+    assert_eq!(fb.nrecd.get(), 3000);
+    assert_eq!(p.tx.rto(), Duration::from_millis(2200));
+}
+
+#[test]
 fn timeout_without_acks_is_persistent_loss_and_backs_off() {
     let mut p = Pair::sent(3);
     assert_eq!(p.tx.poll_timeout(), Some(t(0).saturating_add(INITIAL_RTO)));
