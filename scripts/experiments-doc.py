@@ -138,6 +138,21 @@ PROSE = {
         "leaves it, both when it reads cm_query at each grant (ALF) and when "
         "it follows rate callbacks; ALF switches layers more often.",
     },
+    "real-bw-estimate": {
+        "figure": "iscc Fig 5, §VI-B (real T1)",
+        "claim": "the packet-bunch capacity samples that 2 and 32 NACK-based AIMD "
+        "streams take on an emulated T1 sit near the line rate (tighter with 2 "
+        "flows, each sending faster), and the streams' filtered estimates agree.",
+    },
+    "real-delayed-feedback": {
+        "figure": "cm-implementation-linux Fig 10, §4.4",
+        "claim": "a receiver that delays its feedback by min(500 acks, 2 s) makes "
+        "the bandwidth the CM reports bursty: slow start waits 2 s for the first "
+        "report, the rate then moves in the steps of each batch, and once 500 "
+        "packets fit in flight the batches come quickly and the stream fills the "
+        "path (on a CM without aging; with sigcomm1999's aging the held-back "
+        "feedback ages the window away).",
+    },
     "real-scalability-t1": {
         "figure": "iscc Fig 6, §VI-C (real T1)",
         "claim": "n NACK-based video streams (cm stream --nack: base layer plus "
