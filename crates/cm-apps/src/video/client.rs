@@ -247,9 +247,11 @@ impl VideoClient {
             self.rtt = Duration::from_micros(u64::from(piece.rtt_us));
             self.made = self.made.max(piece.made);
             match piece.kind {
-                Kind::Base(i) => {
+                // A base packet past its picture's judgement is of no use.
+                Kind::Base(i) if i >= self.next_picture => {
                     self.base.insert(i);
                 }
+                Kind::Base(_) => {}
                 Kind::Resent(i) => {
                     if i >= self.next_picture && self.base.insert(i) {
                         self.report.recovered += 1;
