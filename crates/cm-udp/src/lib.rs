@@ -17,6 +17,10 @@
 //!   same-sized datagrams of one sender as one buffer with its segment
 //!   size. [`RecvBatch`] cuts them apart again, so callers see datagrams.
 //!
+//! - **timestamps**: [`recv_stamped`] reads one datagram with the kernel's
+//!   arrival time (`SO_TIMESTAMPNS`, [`enable_timestamps`]), for receivers
+//!   that time arrivals (packet-bunch capacity samples).
+//!
 //! `CM_UDP_OFFLOAD` turns paths off for a process (see [`Offload`]), which
 //! is how the fallbacks are tested and how a user rules this crate out
 //! when chasing a problem.
@@ -29,6 +33,7 @@
 
 mod recv;
 mod send;
+mod stamp;
 mod sys;
 
 use std::io;
@@ -36,6 +41,7 @@ use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
 
 pub use recv::{Datagram, RecvBatch};
+pub use stamp::{Stamped, enable_timestamps, recv_stamped};
 
 /// The most datagrams one call moves (`UDP_MAX_SEGMENTS` of older kernels;
 /// also the batch of `sendmmsg` and `recvmmsg`).

@@ -1,7 +1,7 @@
 //! The system calls std does not wrap: `sendmsg` with a `UDP_SEGMENT`
 //! control message, `sendmmsg`, `recvmmsg` with `UDP_GRO` control
-//! messages, and the two socket options. Everything unsafe in the crate is
-//! here.
+//! messages, `recvmsg` with `SO_TIMESTAMPNS` stamps, and the socket
+//! options. Everything unsafe in the crate is here.
 #![allow(unsafe_code)]
 
 use std::io;
@@ -294,4 +294,67 @@ pub(crate) fn recvmmsg(
         };
     }
     Ok(got)
+}
+
+/// Turn `SO_TIMESTAMPNS` on for `fd`.
+pub(crate) fn enable_timestamps(fd: RawFd) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: a valid fd and an int option value of the right size.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&raw const on).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    cvt(r as isize).map(|_| ())
+}
+
+#[repr(C, align(8))]
+struct StampCmsg([u8; 64]);
+
+/// `recvmsg` of one datagram into `buf`, non-blocking: its length, its
+/// sender and its `SCM_TIMESTAMPNS` stamp (ns since the Unix epoch), if
+/// the socket stamps.
+pub(crate) fn recvmsg_stamped(
+    fd: RawFd,
+    buf: &mut [u8],
+) -> io::Result<(usize, Option<SocketAddr>, Option<u64>)> {
+    let mut name = RawAddr::empty();
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let mut control = StampCmsg([0; 64]);
+    // SAFETY: plain old data; all zeroes is a valid msghdr.
+    let mut msg: libc::msghdr = unsafe { zeroed() };
+    msg.msg_name = (&raw mut name.storage).cast();
+    msg.msg_namelen = name.len;
+    msg.msg_iov = &raw mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = (&raw mut control).cast();
+    msg.msg_controllen = size_of::<StampCmsg>();
+    // SAFETY: the header points at live buffers of the sizes given.
+    let r = unsafe { libc::recvmsg(fd, &raw mut msg, libc::MSG_DONTWAIT) };
+    let len = cvt(r)?;
+    let mut stamp = None;
+    // SAFETY: the kernel filled `msg_controllen` bytes of the control
+    // buffer with well-formed cmsghdrs; the CMSG_* macros walk them.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&raw const msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let t = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::timespec>());
+                stamp = u64::try_from(t.tv_sec)
+                    .ok()
+                    .zip(u64::try_from(t.tv_nsec).ok())
+                    .map(|(s, n)| s.saturating_mul(1_000_000_000).saturating_add(n));
+            }
+            c = libc::CMSG_NXTHDR(&raw const msg, c);
+        }
+    }
+    name.len = msg.msg_namelen;
+    Ok((len, name.to_std(), stamp))
 }

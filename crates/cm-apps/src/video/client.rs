@@ -1,6 +1,7 @@
 //! The NACK-based video client: it acknowledges the server's CC-UDP data
-//! once per report period (`AckState` with a period), samples the
-//! bottleneck from the server's packet bunches (`BunchSampler`), NACKs
+//! about once per RTT (`AckState`), samples the bottleneck from the
+//! server's packet bunches (`BunchSampler`, on the kernel's arrival stamps,
+//! `cm_udp::recv_stamped`), NACKs
 //! base packets that are missing before their playout deadline, and counts
 //! the pictures that freeze (base packet late or lost, iscc §VI-C).
 
@@ -122,6 +123,7 @@ impl VideoClient {
             UdpSocket::bind(cfg.listen),
         )?;
         setup("non-blocking", sock.set_nonblocking(true))?;
+        setup("kernel timestamps", cm_udp::enable_timestamps(&sock))?;
         Ok(VideoClient {
             cfg,
             sock,
@@ -191,14 +193,18 @@ impl VideoClient {
 
     fn receive(&mut self) -> Result<(), ProxyError> {
         loop {
-            let (n, from) = match self.sock.recv_from(&mut self.buf) {
-                Ok(x) => x,
+            let (n, from, arrived_ns) = match cm_udp::recv_stamped(&self.sock, &mut self.buf) {
+                Ok(d) => (d.len, d.from, d.arrived_ns),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
                 Err(e) => return Err(e.into()),
             };
             let now = Instant::now();
             let Ok(Packet::Data { header, payload }) = wire::decode(&self.buf[..n]) else {
+                self.report.malformed += 1;
+                continue;
+            };
+            let Some(from) = from else {
                 self.report.malformed += 1;
                 continue;
             };
@@ -236,9 +242,13 @@ impl VideoClient {
             self.second(now).0 += (n + HEADERS) as u64;
             let t = piece.tag;
             let wire_len = Bytes((n + HEADERS) as u64);
-            if let Some(s) =
-                self.sampler
-                    .on_packet(cm_clock::now(), t.burst, t.index, t.len, wire_len)
+            // The kernel's arrival stamp, so the bunch's spacing does not
+            // include this thread's wake-up latency.
+            let at =
+                cm_core::Instant::from_micros(arrived_ns.unwrap_or_else(crate::unix_ns) / 1_000);
+            if let Some(s) = self
+                .sampler
+                .on_packet(at, t.burst, t.index, t.len, wire_len)
             {
                 self.samples.0.push(s.bytes_per_sec());
                 self.samples.1.push(s.bytes_per_sec());
