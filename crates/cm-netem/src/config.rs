@@ -58,6 +58,15 @@ pub struct PathConfig {
     /// twice (duplication; the copy right after the original). Not serialized when 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub duplicate: f64,
+    /// The bottleneck `tbf`'s bucket, bytes; `None`: [`crate::tbf_burst`]
+    /// (a couple of MTUs or 1 ms of tokens). A bucket of one packet
+    /// (1520 bytes) spaces packets that arrive back to back at the link's
+    /// rate even after the link was idle, as a serial line does, which
+    /// packet-bunch capacity measurements need (iscc §VI-B); a bigger one
+    /// lets the first packets of a burst through together. Not serialized
+    /// when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_bytes: Option<u64>,
 }
 
 /// `skip_serializing_if` for the optional impairments: a configuration without them
@@ -78,6 +87,7 @@ impl Default for PathConfig {
             reorder: 0.0,
             reorder_delay: Duration::ZERO,
             duplicate: 0.0,
+            burst_bytes: None,
         }
     }
 }
@@ -106,6 +116,9 @@ pub enum ConfigError {
     /// Queue too small or too large.
     #[error("queue must be between 1500 bytes (one packet) and 1 GB, got {0} bytes")]
     Queue(u64),
+    /// Bucket too small for a packet or too large.
+    #[error("tbf burst must be between 1520 bytes (one packet) and 1 GB, got {0} bytes")]
+    Burst(u64),
     /// A string could not be parsed.
     #[error("cannot parse {what} {input:?}: {hint}")]
     Parse {
@@ -151,6 +164,11 @@ impl PathConfig {
         let q = self.queue_bytes();
         if !(PACKET_BYTES..=1_000_000_000).contains(&q) {
             return Err(ConfigError::Queue(q));
+        }
+        if let Some(b) = self.burst_bytes {
+            if !(1520..=1_000_000_000).contains(&b) {
+                return Err(ConfigError::Burst(b));
+            }
         }
         Ok(())
     }
@@ -334,10 +352,15 @@ mod tests {
             bad(|c| c.duplicate = -0.1),
             Err(ConfigError::Duplicate(_))
         ));
+        assert!(matches!(
+            bad(|c| c.burst_bytes = Some(1500)),
+            Err(ConfigError::Burst(1500))
+        ));
         let ok = PathConfig {
             reorder: 1.0,
             reorder_delay: Duration::from_millis(5),
             duplicate: 1.0,
+            burst_bytes: Some(1520),
             ..PathConfig::default()
         };
         assert!(ok.validate().is_ok());

@@ -105,6 +105,11 @@ struct PathArgs {
     /// delivered twice (the copy right after the original).
     #[arg(long, default_value_t = 0.0)]
     duplicate: f64,
+    /// The bottleneck tbf's bucket in bytes (default: two MTUs or 1 ms of
+    /// tokens, whichever is larger); 1520 spaces back-to-back packets as a
+    /// serial line does (packet-pair and packet-bunch measurements).
+    #[arg(long)]
+    burst: Option<u64>,
 }
 
 impl PathArgs {
@@ -118,6 +123,7 @@ impl PathArgs {
             reorder: self.reorder,
             reorder_delay: self.reorder_delay,
             duplicate: self.duplicate,
+            burst_bytes: self.burst,
         }
     }
 }

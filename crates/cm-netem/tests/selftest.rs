@@ -60,5 +60,6 @@ fn self_test_passes_on_reference_paths() {
         reorder: 0.05,
         reorder_delay: Duration::from_millis(5),
         duplicate: 0.02,
+        burst_bytes: None,
     });
 }

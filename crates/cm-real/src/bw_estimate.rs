@@ -95,7 +95,14 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         };
         let mut sorted = s.clone();
         sorted.sort_by(f64::total_cmp);
-        let median = sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN);
+        let q = |f: f64| {
+            sorted
+                .get(((sorted.len() as f64 * f) as usize).min(sorted.len().saturating_sub(1)))
+                .copied()
+                .unwrap_or(f64::NAN)
+        };
+        let median = q(0.5);
+        let below = s.iter().filter(|x| **x < IP_RATE_BPS * 0.93).count() as f64 / total;
         summary.push(format!(
             "{n:>2} flows: {} samples, median {:.0} kbit/s, {:.1}% within 2%, {:.1}% within 7%; {} of {n} flows hold an estimate, spread {:.2}%",
             s.len(),
@@ -108,6 +115,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         metrics.insert(
             format!("flows_{n}"),
             json!({"samples": s.len(), "median_bps": median, "within_2pct": w2, "within_7pct": w7,
+                   "below_7pct": below, "p10_bps": q(0.1), "p25_bps": q(0.25), "p75_bps": q(0.75), "p90_bps": q(0.9),
                    "estimates": est.len(), "estimate_spread": spread,
                    "estimate_min_bps": emin, "estimate_max_bps": emax, "loss": r.loss}),
         );

@@ -44,6 +44,11 @@ pub(crate) fn t1_path() -> PathConfig {
         rate_bps: T1_BPS,
         one_way_delay: ONE_WAY,
         queue: Queue::Packets(u64::from(QUEUE_PACKETS)),
+        // A serial line's spacing: tbf's bucket holds one packet, so a
+        // bunch leaves the T1 one packet time apart even after an idle
+        // spell (with the default two MTUs, its first two packets would
+        // pass together and the sample read twice the line rate).
+        burst_bytes: Some(1520),
         ..PathConfig::default()
     }
 }

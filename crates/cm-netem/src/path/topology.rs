@@ -142,7 +142,10 @@ impl Path {
         let rtr = self.ns(Node::Router);
         let (rate, burst, limit) = (
             format!("{rate_bps}bit"),
-            tbf_burst(rate_bps).to_string(),
+            self.config
+                .burst_bytes
+                .unwrap_or_else(|| tbf_burst(rate_bps))
+                .to_string(),
             limit.to_string(),
         );
         run(
