@@ -111,3 +111,66 @@ fn bad_settings_are_refused_with_their_reason() {
     let e = VideoServer::connect(&cm, to, bad).err().unwrap();
     assert!(e.to_string().contains("at least 3"), "{e}");
 }
+
+/// A relay between server and client that drops every `nth` datagram from
+/// the server (acks and reports pass); stops when `stop` is set.
+fn lossy_relay(
+    to: SocketAddr,
+    nth: u64,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> (SocketAddr, thread::JoinHandle<u64>) {
+    use std::sync::atomic::Ordering;
+    let front = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let back = UdpSocket::bind("127.0.0.1:0").unwrap();
+    back.connect(to).unwrap();
+    front
+        .set_read_timeout(Some(Duration::from_millis(5)))
+        .unwrap();
+    back.set_read_timeout(Some(Duration::from_millis(5)))
+        .unwrap();
+    let addr = front.local_addr().unwrap();
+    let h = thread::spawn(move || {
+        let (mut buf, mut n, mut dropped, mut server) = ([0u8; 2048], 0u64, 0u64, None);
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok((len, from)) = front.recv_from(&mut buf) {
+                server = Some(from);
+                n += 1;
+                if n % nth == 0 {
+                    dropped += 1;
+                } else {
+                    let _ = back.send(&buf[..len]);
+                }
+            }
+            if let (Ok(len), Some(s)) = (back.recv(&mut buf), server) {
+                let _ = front.send_to(&buf[..len], s);
+            }
+        }
+        dropped
+    });
+    (addr, h)
+}
+
+#[test]
+fn lost_base_packets_are_nacked_and_recovered_before_their_deadline() {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (to, h) = client();
+    let (relay, r) = lossy_relay(to, 7, std::sync::Arc::clone(&stop));
+    // A 200 kbit/s source, all base layer (a base packet every 58 ms), so
+    // that every seventh datagram lost is a base packet more often than not.
+    let cfg = VideoConfig {
+        base_bps: 200_000.0,
+        top_bps: 200_000.0,
+        ..config(4, "aimd:mode=rate")
+    };
+    let s = serve(relay, cfg);
+    let c = h.join().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let dropped = r.join().unwrap();
+    println!("dropped {dropped}; client {c:?}; server {s:?}");
+    assert!(dropped >= 5, "{dropped}");
+    assert!(c.nacks > 0 && s.resent > 0, "{c:?} {s:?}");
+    assert!(c.recovered > 0, "{c:?} {s:?}");
+    // Every picture whose base packet was lost got it again in time, but
+    // for a retransmission that was lost too (every seventh datagram).
+    assert!(c.frozen * 5 <= c.recovered.max(1), "{c:?} {s:?}");
+}
