@@ -7,28 +7,12 @@ use std::net::{SocketAddr, UdpSocket};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cm_apps::video::{
-    VideoClient, VideoClientConfig, VideoClientReport, VideoConfig, VideoServer, VideoServerReport,
-};
+use cm_apps::video::{VideoClientReport, VideoConfig, VideoServer, VideoServerReport};
 mod common;
 use common::cm;
 
-/// A client on loopback on its own thread, stopping 1 s after the last packet.
 fn client() -> (SocketAddr, thread::JoinHandle<VideoClientReport>) {
-    common::receiving(
-        |_| {
-            VideoClient::bind(VideoClientConfig {
-                listen: "127.0.0.1:0".parse().unwrap(),
-                report: Duration::from_millis(50),
-                playout: Duration::from_secs(1),
-                idle: Duration::from_secs(1),
-                batch: None,
-            })
-            .unwrap()
-        },
-        |c| c.local_addr().unwrap(),
-        VideoClient::report,
-    )
+    common::video_client()
 }
 
 /// The default source (14 kbit/s base: a picture every 0.86 s; 1.5 Mbit/s

@@ -296,6 +296,33 @@ fn regression_a_slow_rate_based_flow_is_not_aged_between_its_packets() {
 /// daemon that went away) starts there, in congestion avoidance, with the
 /// RTT it was given, so its rate is that window per RTT at once (not an
 /// initial window's).
+/// A rate-based macroflow (binomial in rate mode, ISCC) resumes at the
+/// rate `window / srtt` out of slow start, not from its initial two MTUs
+/// a second: libcm's failover moves such flows between CMs.
+#[test]
+fn a_resumed_rate_based_macroflow_starts_from_window_over_srtt() {
+    let (mut cm, f) = one_flow();
+    let mf = cm.macroflow_of(f).unwrap();
+    for spec in ["aimd:mode=rate", "iscc:l=2"] {
+        let cfg: cm_core::controller::ControllerConfig = spec.parse().unwrap();
+        cm.set_controller(Instant::ZERO, mf, &cfg).unwrap();
+        let mtu = cm.mtu(f).unwrap().get();
+        let before = cm.macroflow_info(mf).unwrap().rate.unwrap().bytes_per_sec();
+        let (w, rtt) = (100 * mtu, Duration::from_millis(30));
+        cm.resume_macroflow(Instant::ZERO, mf, Bytes(w), Some(rtt))
+            .unwrap();
+        let info = cm.macroflow_info(mf).unwrap();
+        let rate = info.rate.unwrap().bytes_per_sec();
+        let want = w * 1_000_000 / rtt.as_micros();
+        assert!(before < want / 10, "{spec}: {before}");
+        assert!(
+            rate.abs_diff(want) <= want / 100,
+            "{spec}: {rate} B/s, want {want}"
+        );
+        assert!(!info.slow_start, "{spec}: resumed into slow start");
+    }
+}
+
 #[test]
 fn a_resumed_macroflow_starts_from_the_window_in_congestion_avoidance() {
     let (mut cm, f) = one_flow();

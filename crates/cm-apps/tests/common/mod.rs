@@ -92,3 +92,27 @@ pub fn stream_client() -> (
         StreamClient::report,
     )
 }
+
+/// A NACK-video client on loopback on its own thread (1 s playout, reports
+/// at least every 50 ms, stops 1 s after the last packet); its address and
+/// its report.
+pub fn video_client() -> (
+    SocketAddr,
+    thread::JoinHandle<cm_apps::video::VideoClientReport>,
+) {
+    use cm_apps::video::{VideoClient, VideoClientConfig};
+    receiving(
+        |_| {
+            VideoClient::bind(VideoClientConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                report: Duration::from_millis(50),
+                playout: Duration::from_secs(1),
+                idle: Duration::from_secs(1),
+                batch: None,
+            })
+            .unwrap()
+        },
+        |c| c.local_addr().unwrap(),
+        VideoClient::report,
+    )
+}

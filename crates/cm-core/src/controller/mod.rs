@@ -79,10 +79,12 @@ pub trait Controller: fmt::Debug + Send {
     /// consistent estimates); controllers that do not use it ignore it.
     fn set_capacity(&mut self, _capacity: Option<Rate>) {}
     /// Continue from a window learned by another CM for the same path (the
-    /// host's daemon, before it went away): the controller starts from
-    /// `window` in congestion avoidance instead of slow start. Controllers
-    /// without a window keep their own start, which is bounded too.
-    fn resume(&mut self, _window: Bytes) {}
+    /// host's daemon, before it went away), over `srtt`: the controller
+    /// starts from `window` in congestion avoidance instead of slow start;
+    /// a rate-based one from `window / srtt`. Controllers that cannot
+    /// (TFRC, whose rate comes from its loss history) keep their own
+    /// start, which is bounded too.
+    fn resume(&mut self, _window: Bytes, _srtt: Option<Duration>) {}
 }
 
 /// Which controller a macroflow runs, with its parameters.
@@ -198,7 +200,7 @@ impl Controller for AnyController {
     fn set_capacity(&mut self, capacity: Option<Rate>) {
         dispatch!(self, c => c.set_capacity(capacity))
     }
-    fn resume(&mut self, window: Bytes) {
-        dispatch!(self, c => c.resume(window))
+    fn resume(&mut self, window: Bytes, srtt: Option<Duration>) {
+        dispatch!(self, c => c.resume(window, srtt))
     }
 }

@@ -337,6 +337,18 @@ impl Controller for OpenLoop {
         self.clamp();
     }
 
+    /// The rate another CM reached on this path: `window / srtt`, out of
+    /// slow start (as AIMD resumes into congestion avoidance). Without an
+    /// RTT the controller keeps its own start.
+    fn resume(&mut self, window: Bytes, srtt: Option<Duration>) {
+        let Some(r) = srtt.filter(|r| !r.is_zero()) else {
+            return;
+        };
+        self.srtt = Some(r);
+        self.set_rate_bytes_per_sec(window.get() as f64 / r.as_secs_f64());
+        self.slow_start = false;
+    }
+
     fn set_capacity(&mut self, capacity: Option<Rate>) {
         self.capacity = capacity
             .map(|r| r.bytes_per_sec() as f64)

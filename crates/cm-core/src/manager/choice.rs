@@ -62,8 +62,9 @@ impl CongestionManager {
     ) -> Result<(), Error> {
         let now = self.tick(now);
         let m = self.macroflow_mut(mf)?;
-        m.controller.resume(window);
-        if let Some(r) = srtt.filter(|r| !r.is_zero()) {
+        let srtt = srtt.filter(|r| !r.is_zero());
+        m.controller.resume(window, srtt);
+        if let Some(r) = srtt {
             m.rtt.on_sample(r);
         }
         self.after_change(now, mf);

@@ -432,7 +432,7 @@ impl Controller for Aimd {
         self.bytes_acked = Bytes::ZERO;
     }
 
-    fn resume(&mut self, window: Bytes) {
+    fn resume(&mut self, window: Bytes, _srtt: Option<Duration>) {
         // The window another CM reached on this path, as after a loss
         // episode: ssthresh at the window, so growth is linear from there
         // (RFC 5681 §3.1); nothing of this CM's own history applies.
