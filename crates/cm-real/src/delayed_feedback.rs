@@ -15,7 +15,7 @@
 //! server did not time out); and the same on a CM without exponential
 //! aging (sigcomm1999 §4.4), which the implementation paper's kernel CM
 //! does not describe: this CM ages the window of a macroflow whose
-//! feedback is overdue, and a 2 s hold is overdue by 30 RTTs. The server
+//! feedback is overdue, and a 2 s hold is overdue by 10 RTTs. The server
 //! records `cm_query`'s rate every 50 ms: the "reported bandwidth" of
 //! Fig 10.
 
@@ -38,9 +38,11 @@ use crate::RealOpts;
 use crate::error::{RealError, Result};
 use crate::harness::{HostOptions, Rig, embedded_cm};
 
-/// The path's rate (the delay and the queue are cm-netem's defaults:
-/// 30 ms each way, one BDP).
+/// The path's rate and one-way delay (the queue is cm-netem's default,
+/// one BDP): 500 packets fill only 30% of the pipe, so the window reaches
+/// them by doubling once per 2 s batch without meeting the queue.
 const RATE_BPS: u64 = 100_000_000;
+const ONE_WAY: Duration = Duration::from_millis(100);
 /// The client's port.
 const PORT: u16 = 6300;
 /// The prompt client's period between acknowledgements.
@@ -190,13 +192,13 @@ fn program(e: cm_force::proxy::ProxyError) -> RealError {
 
 /// Run the experiment.
 pub fn run(opts: &RealOpts) -> Result<Output> {
-    let secs = if opts.quick { 20 } else { 40 };
+    let secs = if opts.quick { 30 } else { 40 };
     let bar = Progress::new("real-delayed-feedback", 3, opts.quiet);
-    // 500 packets must fit in the path (BDP plus queue) for a batch of
-    // 500 acks to come before the 2 s are up: 100 Mbit/s and a 60 ms RTT
-    // hold 500 packets in flight and 500 more in the queue.
+    // 500 packets must fit in the path for a batch of 500 acks to come
+    // before the 2 s are up: 100 Mbit/s and a 200 ms RTT hold 1,667.
     let path = PathConfig {
         rate_bps: RATE_BPS,
+        one_way_delay: ONE_WAY,
         ..PathConfig::default()
     };
     let rig = Rig::build(path, HostOptions::sack(true))?;
@@ -301,8 +303,8 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         paper: json!({"claim": "delaying feedback by min(500 acks, 2000 ms) makes the reported bandwidth bursty; slow start waits 2 s (Fig 10)"}),
         checks,
         notes: vec![
-            format!("Path: {} Mbit/s, 30 ms each way, one BDP of queue (cm-netem), so that 500 packets fit in flight. One `cm stream --nack` stream (the CM's window AIMD; 100 kbit/s base layer, a source that can fill the path) for {secs} s, first with the client acknowledging every 5 ms, then holding its acknowledgements until {BATCH} packets have arrived or {} s have passed.", RATE_BPS / 1_000_000, HOLD.as_secs()),
-            "The third case runs the server's CM with exponential aging off (cm_core::config::Aging::Off), as the implementation paper's kernel CM describes none; with aging on, every 2 s hold leaves the macroflow's feedback overdue for about 30 RTTs and the window is halved each minimum RTT of that, so the stream stays near its base layer (the delayed case's goodput).".into(),
+            format!("Path: {} Mbit/s, {} ms each way, one BDP of queue (cm-netem), so that 500 packets fit in flight with no queue. One `cm stream --nack` stream (the CM's window AIMD; 100 kbit/s base layer, a source that can fill the path) for {secs} s, first with the client acknowledging every 5 ms, then holding its acknowledgements until {BATCH} packets have arrived or {} s have passed.", RATE_BPS / 1_000_000, ONE_WAY.as_millis(), HOLD.as_secs()),
+            "The third case runs the server's CM with exponential aging off (cm_core::config::Aging::Off), as the implementation paper's kernel CM describes none; with aging on, every 2 s hold leaves the macroflow's feedback overdue for about 10 RTTs and the window is halved each minimum RTT of that, so the stream stays near its base layer (the delayed case's goodput).".into(),
             "The server records cm_query's rate for its flow every 50 ms. step_p95: the 95th percentile of the change between consecutive samples over the mean rate, from the first estimate on.".into(),
         ],
         summary: vec![row(normal), row(delayed), row(unaged)],

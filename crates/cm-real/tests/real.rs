@@ -284,8 +284,16 @@ fn real_bw_estimate_bunches_measure_the_t1() {
     }
     let two = &out.metrics["flows_2"];
     let median = two["median_bps"].as_f64().unwrap();
-    assert!((median / 1_544_000.0 - 1.0).abs() < 0.01, "{:#?}", out.summary);
-    assert!(two["within_7pct"].as_f64().unwrap() >= 0.9, "{:#?}", out.summary);
+    assert!(
+        (median / 1_544_000.0 - 1.0).abs() < 0.01,
+        "{:#?}",
+        out.summary
+    );
+    assert!(
+        two["within_7pct"].as_f64().unwrap() >= 0.9,
+        "{:#?}",
+        out.summary
+    );
 }
 
 /// Delayed feedback (cm-implementation-linux Fig 10): a client holding its

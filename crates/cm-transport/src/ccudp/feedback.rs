@@ -86,6 +86,9 @@ pub struct Accounting {
     rtt: RttEstimator,
     /// Start of the running timeout, if datagrams are in flight.
     timer: Option<Instant>,
+    /// How long the peer may hold its acknowledgements back, added to the
+    /// timeout ([`Accounting::with_feedback_hold`]).
+    hold: Duration,
     /// Recently declared lost and already dropped from `slots`: seq →
     /// bytes, to recognise a late arrival (oldest evicted first).
     recent_lost: HashMap<u64, u32>,
@@ -114,6 +117,7 @@ impl Accounting {
             peer_bytes: 0,
             rtt: RttEstimator::new(MIN_RTO, MAX_RTO, INITIAL_RTO),
             timer: None,
+            hold: Duration::ZERO,
             recent_lost: HashMap::new(),
             recent_lost_order: VecDeque::new(),
             counters: Counters::default(),
@@ -122,12 +126,12 @@ impl Accounting {
 
     /// Nothing sent yet, for a peer that holds its acknowledgements back
     /// for up to `hold` (it reports in batches, cm-implementation-linux
-    /// Fig 10): the timeout never goes below `hold` plus [`MIN_RTO`], so
+    /// Fig 10): the timeout runs `hold` longer than the RTT-based one, so
     /// a batch that is merely late is not taken for persistent congestion.
+    /// (The RTT samples leave the hold out: the ack echoes it.)
     pub fn with_feedback_hold(hold: Duration) -> Self {
-        let floor = hold + MIN_RTO;
         Accounting {
-            rtt: RttEstimator::new(floor, MAX_RTO.max(floor), INITIAL_RTO.max(floor)),
+            hold,
             ..Accounting::new()
         }
     }
@@ -340,7 +344,8 @@ impl Accounting {
 
     /// When [`Accounting::handle_timeout`] is next due.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.timer.map(|t| t.saturating_add(self.rtt.rto()))
+        self.timer
+            .map(|t| t.saturating_add(self.rtt.rto() + self.hold))
     }
 
     /// If the timeout has passed at `now`: everything in flight is lost to

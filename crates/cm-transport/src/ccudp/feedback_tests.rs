@@ -189,18 +189,21 @@ fn a_peer_that_holds_its_acks_back_is_not_timed_out_before_the_hold() {
         p.tx.on_queued(LEN);
         p.tx.on_departed(t(0));
     }
-    // 2 s of hold plus the minimum RTO, also before any RTT sample.
-    assert_eq!(p.tx.poll_timeout(), Some(t(2200)));
-    assert!(p.tx.handle_timeout(t(2199)).is_none());
-    // The batch at 2 s resolves everything, and a small RTT sample keeps
-    // the floor.
+    // 2 s of hold on top of the initial RTO before any RTT sample.
+    assert_eq!(p.tx.poll_timeout(), Some(t(3000)));
+    assert!(p.tx.handle_timeout(t(2999)).is_none());
+    // The batch at 2 s resolves everything (its RTT sample leaves the
+    // hold out); the next timeout is the hold on top of the RTT's.
     for seq in 0..3 {
         p.arrive(seq, t(30));
     }
     let a = p.ack(t(2000));
     let fb = p.deliver(&a, t(2030)).unwrap();
     assert_eq!(fb.nrecd.get(), 3000);
-    assert_eq!(p.tx.rto(), Duration::from_millis(2200));
+    assert_eq!(p.tx.rto(), MIN_RTO);
+    p.tx.on_queued(LEN);
+    p.tx.on_departed(t(2100));
+    assert_eq!(p.tx.poll_timeout(), Some(t(4300)));
 }
 
 #[test]
