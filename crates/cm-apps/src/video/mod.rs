@@ -8,11 +8,11 @@
 //!   (AIMD, IIAD, TFRC or ISCC; [`cm_core::controller::ControllerConfig`])
 //!   and sends at the rate the CM allows: at each grant a retransmission
 //!   of a NACKed base packet, else the next base packet when one is due,
-//!   else enhancement data ([`server`]).
+//!   else enhancement data ([`VideoServer`]).
 //! - **Bunches** (iscc §VI-B): the server asks for its grants
 //!   `burst` packets at a time and pauses one burst interval between
 //!   bunches; every packet carries its place in the bunch
-//!   ([`cm_core::BurstTag`]). The client's [`cm_core::BunchSampler`] takes
+//!   ([`cm_core::bandwidth::BurstTag`]). The client's [`cm_core::BunchSampler`] takes
 //!   one capacity sample per bunch, returns the samples with its reports,
 //!   and the server hands them to `Cm::capacity_sample`, whose estimate
 //!   ISCC runs on.
