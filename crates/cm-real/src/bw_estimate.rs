@@ -10,11 +10,10 @@
 //! filtered by each server's CM (`Cm::capacity_sample`). The paper: 99.5%
 //! within 1,500–1,520 kbit/s with 2 flows, 95.5% within 7% with 32.
 
-use std::fmt::Write as _;
-
+use cm_experiments::experiments::bw_estimate::{pdf, within};
 use cm_experiments::experiments::scalability_t1::simulation::{Scheme, T1_BPS};
 use cm_experiments::experiments::{Check, Output};
-use cm_experiments::plot::{Plot, Series, Style};
+use cm_experiments::plot::Plot;
 use cm_experiments::progress::Progress;
 use serde_json::json;
 
@@ -24,19 +23,9 @@ use crate::harness::{HostOptions, Rig};
 use crate::scalability::{run_one, t1_path};
 
 /// The IP-level rate of the emulated T1: tbf meters the IP packets it
-/// queues on the TUN device (no link header), so it is the line rate.
+/// queues on the TUN device (no link header), so it is the line rate, as
+/// on the simulator's links (`within` and `pdf` are the simulator's).
 const IP_RATE_BPS: f64 = T1_BPS as f64;
-
-fn within(samples: &[f64], rel: f64) -> f64 {
-    if samples.is_empty() {
-        return 0.0;
-    }
-    let ok = samples
-        .iter()
-        .filter(|s| (**s / IP_RATE_BPS - 1.0).abs() <= rel)
-        .count();
-    ok as f64 / samples.len() as f64
-}
 
 /// Run the experiment.
 pub fn run(opts: &RealOpts) -> Result<Output> {
@@ -62,27 +51,8 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     for r in &runs {
         let n = r.n;
         let s: Vec<f64> = r.samples.iter().flatten().copied().collect();
-        // The PDF in 10 kbit/s bins from 1,300 to 1,800 kbit/s (Fig 5's range).
-        let (lo, width, bins) = (1_300_000.0, 10_000.0, 50usize);
-        let mut hist = vec![0usize; bins];
-        for &x in &s {
-            let b = ((x - lo) / width).floor();
-            if b >= 0.0 && (b as usize) < bins {
-                hist[b as usize] += 1;
-            }
-        }
         let total = s.len().max(1) as f64;
-        let mut pts = Vec::new();
-        for (i, &c) in hist.iter().enumerate() {
-            let centre = (lo + (i as f64 + 0.5) * width) / 1000.0;
-            let _ = writeln!(csv, "{n},{centre:.0},{:.5}", c as f64 / total);
-            pts.push((centre, c as f64 / total));
-        }
-        series.push(Series {
-            label: format!("{n} flows"),
-            points: pts,
-            style: Style::Line,
-        });
+        series.push(pdf(n, &s, &mut csv));
         let (w2, w7) = (within(&s, 0.02), within(&s, 0.07));
         let est = r.estimates_bps();
         let (emin, emax) = est

@@ -23,7 +23,8 @@ use crate::progress::par_map;
 /// the paper's Cisco T1 the framing took ≈2%: 1,510 of 1,544 kbit/s.)
 pub const IP_RATE_BPS: f64 = T1_BPS as f64;
 
-fn within(samples: &[f64], rel: f64) -> f64 {
+/// The share of `samples` (bit/s) within `rel` of the T1's IP-level rate.
+pub fn within(samples: &[f64], rel: f64) -> f64 {
     if samples.is_empty() {
         return 0.0;
     }
@@ -32,6 +33,32 @@ fn within(samples: &[f64], rel: f64) -> f64 {
         .filter(|s| (**s / IP_RATE_BPS - 1.0).abs() <= rel)
         .count();
     ok as f64 / samples.len() as f64
+}
+
+/// The PDF of `samples` (bit/s) of `n` flows in 10 kbit/s bins from 1,300
+/// to 1,800 kbit/s (Fig 5's range): a `flows,bin_kbps,fraction` row per
+/// bin appended to `csv`, and the plot's series.
+pub fn pdf(n: usize, samples: &[f64], csv: &mut String) -> Series {
+    let (lo, width, bins) = (1_300_000.0, 10_000.0, 50usize);
+    let mut hist = vec![0usize; bins];
+    for &x in samples {
+        let b = ((x - lo) / width).floor();
+        if b >= 0.0 && (b as usize) < bins {
+            hist[b as usize] += 1;
+        }
+    }
+    let total = samples.len().max(1) as f64;
+    let mut pts = Vec::new();
+    for (i, &c) in hist.iter().enumerate() {
+        let centre = (lo + (i as f64 + 0.5) * width) / 1000.0;
+        let _ = writeln!(csv, "{n},{centre:.0},{:.5}", c as f64 / total);
+        pts.push((centre, c as f64 / total));
+    }
+    Series {
+        label: format!("{n} flows"),
+        points: pts,
+        style: Style::Line,
+    }
 }
 
 /// Runs the two cases.
@@ -62,27 +89,7 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
     for r in &runs {
         let n = r.params.n;
         let s = &r.samples_bps;
-        // The PDF in 10 kbit/s bins from 1,300 to 1,800 kbit/s (Fig 5's range).
-        let (lo, width, bins) = (1_300_000.0, 10_000.0, 50usize);
-        let mut hist = vec![0usize; bins];
-        for &x in s {
-            let b = ((x - lo) / width).floor();
-            if b >= 0.0 && (b as usize) < bins {
-                hist[b as usize] += 1;
-            }
-        }
-        let total = s.len().max(1) as f64;
-        let mut pts = Vec::new();
-        for (i, &c) in hist.iter().enumerate() {
-            let centre = (lo + (i as f64 + 0.5) * width) / 1000.0;
-            let _ = writeln!(csv, "{n},{centre:.0},{:.5}", c as f64 / total);
-            pts.push((centre, c as f64 / total));
-        }
-        series.push(Series {
-            label: format!("{n} flows"),
-            points: pts,
-            style: Style::Line,
-        });
+        series.push(pdf(n, s, &mut csv));
         let (w2, w7) = (within(s, 0.02), within(s, 0.07));
         let est: Vec<f64> = r.estimates_bps.iter().flatten().copied().collect();
         let (emin, emax) = est
