@@ -68,16 +68,20 @@ impl Case {
             .map_or(f64::NAN, |p| p.0)
     }
 
-    /// The 95th percentile of the rate's change from one 50 ms sample to
-    /// the next, relative to the mean rate, once the CM has a rate.
-    fn step_p95(&self) -> f64 {
+    /// The rates recorded from the first estimate on.
+    fn rates(&self) -> Vec<f64> {
         let from = self.first_estimate_s();
-        let r: Vec<f64> = self
-            .trace
+        self.trace
             .iter()
             .filter(|p| p.0 >= from)
             .map(|p| p.1)
-            .collect();
+            .collect()
+    }
+
+    /// The 95th percentile of the rate's change from one 50 ms sample to
+    /// the next, relative to the mean rate, once the CM has a rate.
+    fn step_p95(&self) -> f64 {
+        let r = self.rates();
         let mean = r.iter().sum::<f64>() / r.len().max(1) as f64;
         let mut d: Vec<f64> = r
             .windows(2)
@@ -102,13 +106,7 @@ impl Case {
 
     /// The share of 50 ms samples in which the rate did not change.
     fn flat_fraction(&self) -> f64 {
-        let from = self.first_estimate_s();
-        let r: Vec<f64> = self
-            .trace
-            .iter()
-            .filter(|p| p.0 >= from)
-            .map(|p| p.1)
-            .collect();
+        let r = self.rates();
         let same = r.windows(2).filter(|w| w[0] == w[1]).count();
         same as f64 / r.len().saturating_sub(1).max(1) as f64
     }
@@ -127,7 +125,7 @@ fn run_case(rig: &Rig, label: &'static str, delayed: bool, aging: bool, secs: u6
                 idle: Duration::from_secs(3),
                 batch: delayed.then_some(BATCH),
             })
-            .map_err(program)?;
+            .map_err(RealError::app("video"))?;
             let until = Instant::now() + Duration::from_secs(secs + 15);
             run_all(
                 std::slice::from_mut(&mut c),
@@ -135,7 +133,7 @@ fn run_case(rig: &Rig, label: &'static str, delayed: bool, aging: bool, secs: u6
                 &AtomicBool::new(false),
                 Some(until),
             )
-            .map_err(program)?;
+            .map_err(RealError::app("video"))?;
             Ok(c.report())
         })?;
     std::thread::sleep(Duration::from_millis(200));
@@ -160,7 +158,7 @@ fn run_case(rig: &Rig, label: &'static str, delayed: bool, aging: bool, secs: u6
                 feedback_hold: delayed.then_some(HOLD),
                 ..VideoConfig::default()
             };
-            let mut s = VideoServer::connect(&cm, to, cfg).map_err(program)?;
+            let mut s = VideoServer::connect(&cm, to, cfg).map_err(RealError::app("video"))?;
             let until = Instant::now() + Duration::from_secs(secs + 5);
             run_all(
                 std::slice::from_mut(&mut s),
@@ -168,7 +166,7 @@ fn run_case(rig: &Rig, label: &'static str, delayed: bool, aging: bool, secs: u6
                 &AtomicBool::new(false),
                 Some(until),
             )
-            .map_err(program)?;
+            .map_err(RealError::app("video"))?;
             Ok((s.report(), s.rate_trace().to_vec()))
         },
     )?;
@@ -184,10 +182,6 @@ fn run_case(rig: &Rig, label: &'static str, delayed: bool, aging: bool, secs: u6
         trace,
         client,
     })
-}
-
-fn program(e: cm_force::proxy::ProxyError) -> RealError {
-    RealError::Program(format!("video: {e}"))
 }
 
 /// Run the experiment.

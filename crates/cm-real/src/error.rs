@@ -42,5 +42,13 @@ impl From<libcm::CmError> for RealError {
     }
 }
 
+impl RealError {
+    /// A mapper for the errors of application `app` (one of `cm_apps`'s
+    /// programs) that the experiment runs: "app: what went wrong".
+    pub(crate) fn app(app: &'static str) -> impl Fn(cm_force::proxy::ProxyError) -> RealError {
+        move |e| RealError::Program(format!("{app}: {e}"))
+    }
+}
+
 /// Results of this crate.
 pub type Result<T, E = RealError> = std::result::Result<T, E>;

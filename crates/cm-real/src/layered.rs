@@ -46,10 +46,6 @@ struct ApiRun {
     t0: f64,
 }
 
-fn stream_error(e: cm_force::proxy::ProxyError) -> RealError {
-    RealError::Program(format!("stream: {e}"))
-}
-
 fn run_api(api: Api, phase: Duration) -> Result<ApiRun> {
     let secs = phase * SCHEDULE.len() as u32;
     let cfg = PathConfig {
@@ -79,7 +75,7 @@ fn run_api(api: Api, phase: Duration) -> Result<ApiRun> {
                     startup: STARTUP,
                     idle: Duration::from_secs(3),
                 };
-                let mut c = StreamClient::bind(&cm, cfg).map_err(stream_error)?;
+                let mut c = StreamClient::bind(&cm, cfg).map_err(RealError::app("stream"))?;
                 let until = Instant::now() + secs + Duration::from_secs(15);
                 run_all(
                     std::slice::from_mut(&mut c),
@@ -87,7 +83,7 @@ fn run_api(api: Api, phase: Duration) -> Result<ApiRun> {
                     &AtomicBool::new(false),
                     Some(until),
                 )
-                .map_err(stream_error)?;
+                .map_err(RealError::app("stream"))?;
                 Ok(c.report())
             })?;
         std::thread::sleep(Duration::from_millis(300));
@@ -97,7 +93,7 @@ fn run_api(api: Api, phase: Duration) -> Result<ApiRun> {
             .spawn_in(Node::Sender, move || -> Result<ServerReport> {
                 let cm = embedded_cm()?;
                 let mut sv = StreamServer::connect(&cm, at, Layers::default(), api, secs)
-                    .map_err(stream_error)?;
+                    .map_err(RealError::app("stream"))?;
                 let until = Instant::now() + secs + Duration::from_secs(5);
                 run_all(
                     std::slice::from_mut(&mut sv),
@@ -105,7 +101,7 @@ fn run_api(api: Api, phase: Duration) -> Result<ApiRun> {
                     &AtomicBool::new(false),
                     Some(until),
                 )
-                .map_err(stream_error)?;
+                .map_err(RealError::app("stream"))?;
                 Ok(sv.report())
             })?;
         for rate in &SCHEDULE[1..] {

@@ -136,11 +136,12 @@ pub(crate) fn run_one(
                         idle: Duration::from_secs(3),
                         batch: None,
                     })
-                    .map_err(program)
+                    .map_err(RealError::app("video"))
                 })
                 .collect::<Result<Vec<_>>>()?;
             let until = Instant::now() + end + Duration::from_secs(10);
-            run_all(&mut ends, &cm, &AtomicBool::new(false), Some(until)).map_err(program)?;
+            run_all(&mut ends, &cm, &AtomicBool::new(false), Some(until))
+                .map_err(RealError::app("video"))?;
             Ok(ends.iter().map(|c| (c.report(), c.samples_bps())).collect())
         },
     )?;
@@ -161,7 +162,8 @@ pub(crate) fn run_one(
                 .spawn_in(Node::Sender, move || -> Result<VideoServerReport> {
                     std::thread::sleep(start.saturating_sub(t0.elapsed()));
                     let cm = embedded_cm()?;
-                    let mut s = VideoServer::connect(&cm, addr(i), cfg).map_err(program)?;
+                    let mut s =
+                        VideoServer::connect(&cm, addr(i), cfg).map_err(RealError::app("video"))?;
                     let until = Instant::now() + end + Duration::from_secs(5);
                     run_all(
                         std::slice::from_mut(&mut s),
@@ -169,7 +171,7 @@ pub(crate) fn run_one(
                         &AtomicBool::new(false),
                         Some(until),
                     )
-                    .map_err(program)?;
+                    .map_err(RealError::app("video"))?;
                     Ok(s.report())
                 })
                 .map_err(RealError::from)
@@ -199,10 +201,6 @@ pub(crate) fn run_one(
         clients,
         samples,
     })
-}
-
-fn program(e: cm_force::proxy::ProxyError) -> RealError {
-    RealError::Program(format!("video: {e}"))
 }
 
 /// Run the experiment.

@@ -90,11 +90,12 @@ fn vat_group(
                         transport: CASES[i].1,
                         idle: Duration::from_secs(2),
                     };
-                    VatReceiver::bind(&cm, cfg).map_err(vat_error)
+                    VatReceiver::bind(&cm, cfg).map_err(RealError::app("vat"))
                 })
                 .collect::<Result<Vec<_>>>()?;
             let until = Instant::now() + Duration::from_secs(secs + 10);
-            run_all(&mut ends, &cm, &AtomicBool::new(false), Some(until)).map_err(vat_error)?;
+            run_all(&mut ends, &cm, &AtomicBool::new(false), Some(until))
+                .map_err(RealError::app("vat"))?;
             Ok(ends.iter().map(VatReceiver::report).collect())
         })?;
     // The receivers bind before the senders' first frames.
@@ -113,11 +114,12 @@ fn vat_group(
                         duration: Duration::from_secs(secs),
                         ..VatConfig::default()
                     };
-                    VatSender::connect(&cm, addr(i), cfg).map_err(vat_error)
+                    VatSender::connect(&cm, addr(i), cfg).map_err(RealError::app("vat"))
                 })
                 .collect::<Result<Vec<_>>>()?;
             let until = Instant::now() + Duration::from_secs(secs + 5);
-            run_all(&mut ends, &cm, &AtomicBool::new(false), Some(until)).map_err(vat_error)?;
+            run_all(&mut ends, &cm, &AtomicBool::new(false), Some(until))
+                .map_err(RealError::app("vat"))?;
             Ok(ends.iter().map(VatSender::report).collect())
         })?;
     Ok(std::thread::spawn(move || -> Result<Vec<CaseResult>> {
@@ -129,10 +131,6 @@ fn vat_group(
             .map(|(sender, receiver)| CaseResult { sender, receiver })
             .collect())
     }))
-}
-
-fn vat_error(e: cm_force::proxy::ProxyError) -> RealError {
-    RealError::Program(format!("vat: {e}"))
 }
 
 /// Run the experiment.

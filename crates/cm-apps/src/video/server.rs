@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use cm_core::{BurstSchedule, Bytes, Rate};
 use cm_force::proxy::{ProxyError, Relay, setup};
+use cm_transport::ccudp::wire::DATA_HEADER_LEN;
 use libcm::ccudp::SharedCm;
 use serde::Serialize;
 
@@ -208,10 +209,10 @@ impl VideoServer {
         if short {
             src.bursts.cut();
         }
+        let rate = cm.query(self.channel.flow())?.rate;
         let t = now.duration_since(src.start).as_secs_f64();
         let due = self.trace.len() as f64 * TRACE_EVERY.as_secs_f64();
         if t >= due && t < src.cfg.duration.as_secs_f64() {
-            let rate = cm.query(self.channel.flow())?.rate;
             let bps = rate.map_or(0.0, |r| r.bytes_per_sec() as f64 * 8.0);
             self.trace.push((t, bps));
         }
@@ -224,9 +225,9 @@ impl VideoServer {
             // feedback). The source's own top rate paces the bunches when
             // it is the lower: a bunch must find a whole bunch of data.
             let top = Rate::from_bytes_per_sec((src.cfg.top_bps / 8.0) as u64);
-            let rate = cm.query(self.channel.flow())?.rate.map(|r| r.min(top));
-            let mtu = Bytes((src.payload + PIECE_HEADER + 44) as u64);
+            let mtu = Bytes((src.payload + PIECE_HEADER + DATA_HEADER_LEN + 28) as u64);
             let gap = rate
+                .map(|r| r.min(top))
                 .and_then(|r| src.bursts.burst_interval(r, mtu))
                 .map_or(NO_RATE_GAP, |d| Duration::from_micros(d.as_micros()));
             self.next_burst = Some((from + gap).max(now));
