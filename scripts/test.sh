@@ -28,6 +28,9 @@ export PROPTEST_CASES
 # The LD_PRELOAD library is a cdylib, which `cargo test` does not build;
 # cm-wrap's and real-wrap's tests preload it from target/release.
 cargo build --release --locked -p cm-wrap
+# Doc tests first: they take seconds, and cargo runs them only after every
+# test binary (and again there, for a few seconds).
+cargo test --workspace --release --locked --doc
 cargo test --workspace --release --locked
 
 step "libcm's tokio adapter (feature tokio): awaited grants, embedded and daemon"

@@ -77,6 +77,7 @@
 //!     reorder: 0.05,                              // 5 % of packets held back ...
 //!     reorder_delay: Duration::from_millis(5),    // ... 5 ms, so later ones pass them
 //!     duplicate: 0.0,
+//!     burst_bytes: None,                          // tbf's default bucket
 //! })?;
 //! // A socket created on a thread in the receiver's namespace lives there.
 //! let rcv = path.receiver_addr();
