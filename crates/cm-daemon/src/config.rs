@@ -15,6 +15,7 @@
 //! spin_us = 50                     # poll this long after a busy turn before blocking (0: never)
 //! shared_memory = true             # offer clients shared-memory rings (cm_ipc::shm)
 //! follow_client_cpu = true         # run where the busiest ring client waits (follow.rs)
+//! kernel_tcp = false               # load the `cm` TCP congestion control (cm_kernel; root)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -94,6 +95,10 @@ pub struct DaemonConfig {
     /// client waits for it by polling and yielding, within the affinity
     /// mask it started with (see `follow.rs`).
     pub follow_client_cpu: bool,
+    /// Load the `cm` Linux TCP congestion control (`cm_kernel`) and put
+    /// the kernel TCP connections that select it into macroflows (needs
+    /// root, BTF and BPF struct_ops).
+    pub kernel_tcp: bool,
 }
 
 impl Default for DaemonConfig {
@@ -115,6 +120,7 @@ impl Default for DaemonConfig {
             spin_us: DEFAULT_SPIN_US,
             shared_memory: true,
             follow_client_cpu: true,
+            kernel_tcp: false,
         }
     }
 }

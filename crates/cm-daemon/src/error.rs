@@ -55,10 +55,24 @@ pub enum DaemonError {
     /// A system call failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// `--kernel-tcp` could not load the `cm` TCP congestion control.
+    #[error("--kernel-tcp: {0}")]
+    KernelTcp(#[from] KernelStartError),
 }
 
 impl From<rustix::io::Errno> for DaemonError {
     fn from(e: rustix::io::Errno) -> Self {
         DaemonError::Io(e.into())
     }
+}
+
+/// Why `--kernel-tcp` could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelStartError {
+    /// The congestion control could not be loaded.
+    #[error(transparent)]
+    Load(#[from] cm_kernel::KernelError),
+    /// The core refused the daemon's own client.
+    #[error("registering the kernel connections' client: {0}")]
+    Core(String),
 }

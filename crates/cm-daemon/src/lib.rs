@@ -92,5 +92,5 @@ pub use config::DaemonConfig;
 #[doc(hidden)]
 pub use daemon::Harness;
 pub use daemon::{Daemon, StopHandle};
-pub use error::{ConfigError, DaemonError};
+pub use error::{ConfigError, DaemonError, KernelStartError};
 pub use temp::TempDaemon;

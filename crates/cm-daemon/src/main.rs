@@ -60,6 +60,12 @@ struct Args {
     /// CPU where the busiest shared-memory client waits for it.
     #[arg(long)]
     no_follow_client_cpu: bool,
+    /// Load `cm`, a Linux TCP congestion control backed by this daemon:
+    /// connections that select it (`sysctl net.ipv4.tcp_congestion_control=cm`,
+    /// or `setsockopt(TCP_CONGESTION, "cm")`) share their destination's
+    /// macroflow with every other CM flow. Needs root, BTF and BPF struct_ops.
+    #[arg(long)]
+    kernel_tcp: bool,
     /// Log only warnings and errors.
     #[arg(long, short)]
     quiet: bool,
@@ -93,6 +99,7 @@ fn main() -> anyhow::Result<()> {
     cfg.share_across_users |= a.share_across_users;
     cfg.shared_memory &= !a.no_shared_memory;
     cfg.follow_client_cpu &= !a.no_follow_client_cpu;
+    cfg.kernel_tcp |= a.kernel_tcp;
     let path = a
         .socket
         .or_else(|| cfg.socket.clone())

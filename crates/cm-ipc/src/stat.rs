@@ -44,5 +44,6 @@ pub fn flow_stat(f: &FlowInfo, uid: u32, pid: u32) -> FlowStat {
         lost: f.counters.lost.get(),
         estimate: f.estimate.into(),
         peer: None,
+        kernel: None,
     }
 }

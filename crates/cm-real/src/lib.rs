@@ -23,6 +23,9 @@
 //! | `real-bw-estimate` | iscc §VI-B, Fig 5 | samples within 2% (2 flows) and 7% (32 flows) of the T1 rate, the flows' agreement |
 //! | `real-scalability-t1` | iscc §VI-C, Fig 6 | `ISCC p_max / AIMD p_max`, the schemes' order (NACK-based video streams on a T1) |
 //! | `real-vat` | cm-implementation-linux §3.6, Fig 2 | `head_p95_to_fifo_p95`, `head_rate_to_reno_mean` (vat's drop-from-head vs FIFO buffer vs raw UDP beside Reno) |
+//! | `kernel-ensemble` | sigcomm1999 §1/§5.1 with unmodified kernel TCP (`cmd --kernel-tcp`) | `outside_share_cm`, `outside_share_reno`, `jain_cm` |
+//! | `kernel-sharing` | cm-implementation-linux Fig 7 with unmodified kernel TCP | `later_improvement` |
+//! | `kernel-throughput` | cm-implementation-linux §4.1 with unmodified kernel TCP | `throughput_ratio`, the daemon's CPU per MB |
 //! | `real-wrap` | transport-selection-middleware §3, §4.3 | `wrapped_udp_to_tcp`, `unwrapped_udp_link_share` (an unmodified `iperf3 -u` under `cm wrap`) |
 //!
 //! They need root (namespaces, qdiscs, TUN devices) and say so. Paths are
@@ -43,6 +46,10 @@ pub mod ensemble;
 pub mod error;
 pub mod forced;
 pub mod harness;
+pub mod kernel_ensemble;
+pub mod kernel_rig;
+pub mod kernel_sharing;
+pub mod kernel_throughput;
 pub mod layered;
 pub mod probe_feedback;
 pub mod scalability;
@@ -129,6 +136,21 @@ pub const EXPERIMENTS: &[(&str, &str, RealFn)] = &[
         "real-delayed-feedback",
         "cm-implementation-linux Fig 10: the CM's reported bandwidth with per-RTT feedback and with feedback delayed by min(500 acks, 2 s) (root)",
         delayed_feedback::run,
+    ),
+    (
+        "kernel-ensemble",
+        "4 curl downloads whose kernel TCP uses the `cm` congestion control (cmd --kernel-tcp) vs 1 outside Reno, and 4 Reno vs 1 (root, BPF, curl, python3)",
+        kernel_ensemble::run,
+    ),
+    (
+        "kernel-sharing",
+        "cm-implementation-linux Fig 7 with unmodified programs: 9 curl retrievals of 128 KB, kernel TCP with `cm` vs Reno (root, BPF, curl, python3)",
+        kernel_sharing::run,
+    ),
+    (
+        "kernel-throughput",
+        "cm-implementation-linux §4.1 with unmodified programs: one long curl download on 100 Mbit/s, kernel TCP with `cm` vs Reno, and the daemon's CPU per MB (root, BPF, curl, python3)",
+        kernel_throughput::run,
     ),
     (
         "real-wrap",

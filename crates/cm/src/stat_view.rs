@@ -147,6 +147,9 @@ pub struct FlowView {
     /// The CM protocol's view of the flow's peer (sigcomm1999 §4.3), when
     /// its sender speaks the protocol; `None`: application feedback only.
     pub peer: Option<PeerView>,
+    /// A kernel TCP connection on the `cm` congestion control: its local
+    /// address (shown as `local>dst`, pid `kernel`). `None`: a libcm flow.
+    pub kernel: Option<SocketAddr>,
 }
 
 /// A flow's peer as the CM protocol sees it.
@@ -223,6 +226,7 @@ impl FlowView {
                 probes: p.probes,
                 responses: p.responses,
             }),
+            kernel: f.kernel,
         }
     }
 }
@@ -402,9 +406,11 @@ fn peer_cell(p: Option<&PeerView>) -> String {
 fn flow_row(f: &FlowView, measured: bool) -> Vec<String> {
     let mut r = vec![
         f.id.to_string(),
-        f.dst.to_string(),
+        f.kernel
+            .map_or_else(|| f.dst.to_string(), |l| format!("{l}>{}", f.dst)),
         f.uid.to_string(),
-        f.pid.to_string(),
+        f.kernel
+            .map_or_else(|| f.pid.to_string(), |_| "kernel".into()),
         format!("{:.1}", f.share * 100.0),
         fmt::bytes(f.in_flight_bytes),
         fmt::bytes(f.sent_bytes),
@@ -496,6 +502,7 @@ mod tests {
                 probes: 40,
                 responses: 39,
             }),
+            kernel: (id == 5).then(|| SocketAddr::from(([127, 0, 0, 1], 41000))),
         };
         Stat {
             macroflows: vec![
@@ -550,12 +557,11 @@ mod tests {
         );
         assert!(j["macroflows"][0].get("send_mbit").is_none());
         assert_eq!(j["macroflows"][0]["flows"][0]["peer"]["mode"], "negotiated");
-        assert_eq!(
-            j["macroflows"][0]["flows"][1]["peer"],
-            serde_json::Value::Null
-        );
+        assert!(j["macroflows"][0]["flows"][1]["peer"].is_null());
         let text = render(&v, false);
         assert!(text.contains("negotiated/61ms/1.20%"), "{text}");
+        assert!(text.contains("127.0.0.1:41000>127.0.0.1:9002"), "{text}");
+        assert_eq!(j["macroflows"][0]["flows"][1]["kernel"], "127.0.0.1:41000");
     }
 
     #[test]

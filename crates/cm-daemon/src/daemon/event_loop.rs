@@ -17,7 +17,7 @@ use rustix::io::Errno;
 use rustix::net::{RecvFlags, SocketFlags, accept_with, recv, sockopt};
 use rustix::time::{Itimerspec, TimerfdTimerFlags, Timespec, timerfd_settime};
 
-use super::{Daemon, LISTENER, RING_BIT, SIGNALS, TIMER, admission};
+use super::{Daemon, KERNEL, LISTENER, RING_BIT, SIGNALS, TIMER, admission};
 use crate::error::DaemonError;
 use crate::log;
 use crate::session::{FlushResult, Session};
@@ -63,7 +63,9 @@ impl Daemon {
             if block {
                 self.disarm_rings();
             }
-            let mut work = !events.is_empty();
+            // Kernel TCP reports alone do not make the loop spin: the next
+            // batch is a quarter RTT away, not a client's next frame.
+            let mut work = events.iter().any(|e| e.data.u64() != KERNEL);
             for ev in &events {
                 let token = ev.data.u64();
                 let flags = ev.flags;
@@ -82,6 +84,7 @@ impl Daemon {
                         log!(info, "msg=\"signal received, shutting down\"");
                         self.stop.store(true, Ordering::SeqCst);
                     }
+                    KERNEL => self.kernel_events(),
                     t if t & RING_BIT != 0 => self.doorbell(t & !RING_BIT),
                     t => {
                         if flags.contains(epoll::EventFlags::IN) {
@@ -124,6 +127,7 @@ impl Daemon {
         if self.core.poll_timeout().is_some_and(|t| t <= now) {
             self.core.handle_timeout(now);
         }
+        self.kernel_refresh(now);
         self.route_events();
         let mut dead = Vec::new();
         for (&t, s) in &mut self.sessions {
@@ -374,6 +378,14 @@ impl Daemon {
             self.drop_session(t, "daemon shutdown");
         }
         let _ = std::fs::remove_file(&self.path);
+        if self.kernel.take().is_some() {
+            // Dropping the handle closed the struct_ops link.
+            log!(
+                info,
+                "msg=\"kernel TCP congestion control unregistered\" still_listed={}",
+                cm_kernel::registered()
+            );
+        }
         log!(info, "msg=\"stopped\"");
     }
 }

@@ -17,6 +17,7 @@ mod calls;
 mod event_loop;
 mod flows;
 mod harness;
+mod kernel;
 mod memory;
 mod rings;
 mod sending;
@@ -49,6 +50,8 @@ const LISTENER: u64 = 0;
 const TIMER: u64 = 1;
 /// Epoll token of the signal pipe.
 const SIGNALS: u64 = 2;
+/// Epoll token of the `cm` congestion control's ring buffer.
+const KERNEL: u64 = 3;
 /// The first session token (clients' sockets).
 const FIRST_CLIENT: u64 = 16;
 /// Set in the epoll token of a session's shared-ring doorbell.
@@ -91,6 +94,8 @@ pub struct Daemon {
     follow: Option<crate::follow::Follow>,
     /// The memory budget (`memory.rs`).
     budget: memory::Budget,
+    /// Kernel TCP connections in macroflows (`--kernel-tcp`, `kernel.rs`).
+    kernel: Option<kernel::Kernel>,
 }
 
 /// A handle that stops a running daemon from another thread.
@@ -129,7 +134,33 @@ impl Daemon {
         // caller's uid (SO_PEERCRED).
         std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o666))?;
         listen(&listener, 128)?;
-        Daemon::with_listener(cfg, core, listener, path)
+        let mut d = Daemon::with_listener(cfg, core, listener, path)?;
+        if d.cfg.kernel_tcp {
+            if let Err(e) = d.start_kernel_tcp() {
+                // A failed start leaves neither the socket nor `cm` behind.
+                let _ = std::fs::remove_file(path);
+                return Err(e);
+            }
+        }
+        Ok(d)
+    }
+
+    /// Load the `cm` TCP congestion control and watch its reports.
+    fn start_kernel_tcp(&mut self) -> Result<(), DaemonError> {
+        let k = kernel::Kernel::load(&mut self.core)?;
+        epoll::add(
+            &self.epoll,
+            k.fd(),
+            epoll::EventData::new_u64(KERNEL),
+            epoll::EventFlags::IN,
+        )?;
+        log!(
+            info,
+            "msg=\"kernel TCP congestion control registered\" name={}",
+            cm_kernel::NAME
+        );
+        self.kernel = Some(k);
+        Ok(())
     }
 
     /// The loop's state around a listening socket (or, for [`Harness`], an
@@ -179,6 +210,7 @@ impl Daemon {
             path: path.to_path_buf(),
             follow: None,
             budget: memory::Budget::new(),
+            kernel: None,
         })
     }
 

@@ -1,5 +1,6 @@
 //! What `cm stat` and `cm query <host>` see: root sees every macroflow and
-//! flow, other users their own and the shared ones.
+//! flow, other users their own and the shared ones. Kernel TCP connections
+//! (`kernel.rs`) are listed with their local address, pid 0.
 
 use cm_ipc::ToClient;
 
@@ -33,6 +34,18 @@ impl Daemon {
                 continue;
             }
             for &f in &m.flows {
+                if let Some(c) = self.kernel.as_ref().and_then(|k| k.conn_of(f)) {
+                    if uid != 0 && c.uid != uid {
+                        continue;
+                    }
+                    if let Ok(fi) = self.core.flow_info(f) {
+                        let mut stat = cm_ipc::stat::flow_stat(&fi, c.uid, 0);
+                        stat.dst = c.remote;
+                        stat.kernel = Some(c.local);
+                        out.push(ToClient::StatFlow { seq, stat });
+                    }
+                    continue;
+                }
                 let Some(s) = self
                     .owner
                     .get(&f.to_u64())

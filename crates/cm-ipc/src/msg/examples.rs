@@ -222,6 +222,7 @@ pub fn to_client() -> Vec<ToClient> {
                 lost: 1460,
                 estimate: est,
                 peer: None,
+                kernel: Some(SocketAddr::from(([10, 0, 0, 1], 41000))),
             },
         },
         ToClient::StatFlow {
@@ -244,6 +245,7 @@ pub fn to_client() -> Vec<ToClient> {
                     probes: 300,
                     responses: 297,
                 }),
+                kernel: None,
             },
         },
         ToClient::StatEnd { seq: 8 },

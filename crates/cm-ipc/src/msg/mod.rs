@@ -381,6 +381,10 @@ pub struct FlowStat {
     pub estimate: Estimate,
     /// The CM protocol's view of its peer, if the flow's sender reports one.
     pub peer: Option<PeerStat>,
+    /// For a kernel TCP connection using the `cm` congestion control
+    /// (`cmd --kernel-tcp`): its local address (with `dst`, its 4-tuple;
+    /// `pid` is 0). `None` for libcm flows.
+    pub kernel: Option<SocketAddr>,
 }
 
 /// A message from the daemon to a client.

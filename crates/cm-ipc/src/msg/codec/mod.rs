@@ -410,6 +410,7 @@ impl Message for ToClient {
                 w.u64(stat.lost);
                 put_estimate(&mut w, &stat.estimate);
                 put_peer(&mut w, &stat.peer);
+                w.opt_sockaddr(stat.kernel);
                 0x8c
             }
             ToClient::StatEnd { seq } => {
@@ -514,6 +515,7 @@ impl Message for ToClient {
                     lost: r.u64()?,
                     estimate: get_estimate(&mut r)?,
                     peer: get_peer(&mut r)?,
+                    kernel: r.opt_sockaddr()?,
                 },
             },
             0x8d => ToClient::StatEnd { seq: r.u32()? },
