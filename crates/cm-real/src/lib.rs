@@ -26,6 +26,7 @@
 //! | `kernel-ensemble` | sigcomm1999 §1/§5.1 with unmodified kernel TCP (`cmd --kernel-tcp`) | `outside_share_cm`, `outside_share_reno`, `jain_cm` |
 //! | `kernel-sharing` | cm-implementation-linux Fig 7 with unmodified kernel TCP | `later_improvement` |
 //! | `kernel-throughput` | cm-implementation-linux §4.1 with unmodified kernel TCP | `throughput_ratio`, the daemon's CPU per MB |
+//! | `quic-ensemble` | sigcomm1999 §1/§5.1 with quinn QUIC on the CM (`cm_quic`) | `outside_share_cm` |
 //! | `real-wrap` | transport-selection-middleware §3, §4.3 | `wrapped_udp_to_tcp`, `unwrapped_udp_link_share` (an unmodified `iperf3 -u` under `cm wrap`) |
 //!
 //! They need root (namespaces, qdiscs, TUN devices) and say so. Paths are
@@ -52,6 +53,7 @@ pub mod kernel_sharing;
 pub mod kernel_throughput;
 pub mod layered;
 pub mod probe_feedback;
+pub mod quic_ensemble;
 pub mod scalability;
 pub mod sharing;
 pub mod tcp_friendly;
@@ -151,6 +153,11 @@ pub const EXPERIMENTS: &[(&str, &str, RealFn)] = &[
         "kernel-throughput",
         "cm-implementation-linux §4.1 with unmodified programs: one long curl download on 100 Mbit/s, kernel TCP with `cm` vs Reno, and the daemon's CPU per MB (root, BPF, curl, python3)",
         kernel_throughput::run,
+    ),
+    (
+        "quic-ensemble",
+        "4 QUIC downloads (quinn) on one CM vs 1 outside Reno, and 4 on quinn's NewReno vs 1, 10 Mbit/s 60 ms (root)",
+        quic_ensemble::run,
     ),
     (
         "real-wrap",
