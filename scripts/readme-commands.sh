@@ -3,7 +3,8 @@
 # looked up verbatim in README.md, so the README cannot drift from what is
 # run): the daemon with `cm flow` and `cm stat`, the CC-UDP example, the C
 # example, `cm demo --help`, one simulated scenario, `cm select`, the
-# build of `cm wrap`, `cm vat` and `cm stream` (layered and `--nack`). The demo itself, the
+# build of `cm wrap`, `cm vat` and `cm stream` (layered and `--nack`), the
+# QUIC example. The demo itself, the
 # experiments, the benchmarks and the root-only commands have their own
 # steps in scripts/test.sh. Bounded: every command but the daemon has a
 # timeout, and the daemon is stopped on every exit.
@@ -77,4 +78,15 @@ sleep 1
 run 'cargo run --release -p cm -- stream serve --nack --to 127.0.0.1:5030 --controller iscc:l=2 --secs 10' >/dev/null
 wait "$nack_pid"
 grep -q '"pictures": *[1-9]' /tmp/cm-readme-nack.json || { echo "error: cm stream play --nack saw no pictures" >&2; cat /tmp/cm-readme-nack.json >&2; exit 1; }
+# The QUIC pair: a server on the CM (embedded: no daemon at the default
+# socket here) and a 5 s download; the server is stopped afterwards.
+rm -f /tmp/cert.der
+in_readme 'cargo run --release -p cm-quic --example quic_transfer -- serve 127.0.0.1:4433 /tmp/cert.der &'
+timeout 120 cargo run --release --locked -q -p cm-quic --example quic_transfer -- serve 127.0.0.1:4433 /tmp/cert.der 2>/dev/null &
+quic_pid=$!
+for _ in $(seq 300); do [ -s /tmp/cert.der ] && break; sleep 0.1; done
+run 'cargo run --release -p cm-quic --example quic_transfer -- fetch 127.0.0.1:4433 /tmp/cert.der 5' | tee /tmp/cm-readme-quic.txt
+kill "$quic_pid" 2>/dev/null || true
+wait "$quic_pid" 2>/dev/null || true
+grep -q 'Mbit/s' /tmp/cm-readme-quic.txt || { echo "error: the QUIC fetch printed no rate" >&2; exit 1; }
 echo "ok: the README's short commands run as written"

@@ -24,6 +24,7 @@ static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cm_tcp.bpf.o"))
 pub const NAME: &str = "cm";
 
 const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+const DEFAULT: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
 const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
 
 /// Why `cm` could not be loaded.
@@ -200,6 +201,18 @@ impl KernelTcp {
                     .map(|b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))
             })
             .unwrap_or(0)
+    }
+}
+
+impl Drop for KernelTcp {
+    /// Before `cm` goes: a namespace whose default it is would keep the
+    /// unloaded programs for its new connections, so this namespace's
+    /// default (the one the daemon runs in) goes back to Reno. Other
+    /// namespaces are their owners' to reset.
+    fn drop(&mut self) {
+        if std::fs::read_to_string(DEFAULT).is_ok_and(|d| d.trim() == NAME) {
+            let _ = std::fs::write(DEFAULT, "reno");
+        }
     }
 }
 

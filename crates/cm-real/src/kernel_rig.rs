@@ -79,8 +79,9 @@ fn cmd_binary() -> Result<PathBuf> {
         })
 }
 
-/// `cmd --kernel-tcp` on a private socket, up and with `cm` registered.
-fn start_daemon(dir: &Path) -> Result<(Proc, PathBuf)> {
+/// `cmd --kernel-tcp` on a private socket in `dir`, up and with `cm`
+/// registered: the process (killed when dropped) and the socket.
+pub fn start_daemon(dir: &Path) -> Result<(Proc, PathBuf)> {
     let sock = dir.join("cm.sock");
     let mut c = Command::new(cmd_binary()?);
     c.args(["--kernel-tcp", "--quiet", "--socket"])

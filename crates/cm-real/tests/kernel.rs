@@ -62,3 +62,52 @@ fn kernel_throughput_costs_no_throughput() {
         assert_passes("kernel-throughput");
     }
 }
+
+/// A kernel connection on `cm` and a libcm flow to the same host are two
+/// flows of one macroflow in the daemon, and `cm stat` marks the kernel
+/// one with its local address (loopback; no path needed).
+#[test]
+fn kernel_and_libcm_flows_to_one_host_share_a_macroflow() {
+    use std::io::{Read, Write};
+    let Some(_serial) = kernel() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("cm-kernel-mixed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (daemon, sock) = cm_real::kernel_rig::start_daemon(&dir).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dst = listener.local_addr().unwrap();
+    let sink = std::thread::spawn(move || {
+        let (mut c, _) = listener.accept().unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        while c.read(&mut buf).unwrap() > 0 {}
+    });
+    let mut cm = libcm::Cm::connect(&sock).unwrap();
+    let flow = cm.open(None, dst).unwrap();
+    let tcp = std::net::TcpStream::connect(dst).unwrap();
+    rustix::net::sockopt::set_tcp_congestion(&tcp, cm_kernel::NAME).unwrap();
+    let mut tcp = tcp;
+    let local = tcp.local_addr().unwrap();
+    tcp.write_all(&vec![1u8; 4 << 20]).unwrap();
+    // The daemon applies the open report within a loop turn.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let stat = loop {
+        let s = cm.stat().unwrap();
+        if s.flows.iter().any(|f| f.kernel.is_some()) || std::time::Instant::now() > deadline {
+            break s;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    drop(tcp);
+    sink.join().unwrap();
+    let kernel: Vec<_> = stat.flows.iter().filter(|f| f.kernel.is_some()).collect();
+    assert_eq!(kernel.len(), 1, "{stat:#?}");
+    assert_eq!(kernel[0].kernel, Some(local));
+    assert_eq!(kernel[0].dst, dst);
+    assert_eq!(kernel[0].pid, 0);
+    let mine = stat.flows.iter().find(|f| f.id == flow.to_u64()).unwrap();
+    assert_eq!(mine.macroflow, kernel[0].macroflow, "{stat:#?}");
+    drop(cm);
+    drop(daemon);
+    let _ = std::fs::remove_dir_all(&dir);
+}
