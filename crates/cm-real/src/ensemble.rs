@@ -22,6 +22,7 @@ use cm_ttcp::{Summary, Transport};
 use serde_json::json;
 
 use crate::RealOpts;
+use crate::ensemble_sets::Rates;
 use crate::harness::{HostOptions, Job, Rig, rate_between};
 
 /// Inner connections per set.
@@ -105,16 +106,13 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
                 "{label},{k},outside,{:.0},{:.2},{:.2}",
                 s.outside, s.window.0, s.window.1
             );
-            summary.push(format!(
-                "{label} run {k}: inner {} Mbit/s, outside {:.2} Mbit/s, outside share {:.2}",
-                s.inner
-                    .iter()
-                    .map(|r| format!("{:.2}", r / 1e6))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                s.outside / 1e6,
-                share(s)
-            ));
+            summary.push(
+                Rates {
+                    inner: s.inner.clone(),
+                    outside: s.outside,
+                }
+                .line(label, k, "inner"),
+            );
         }
     }
     summary.push(format!(

@@ -11,31 +11,26 @@
 //! Linux Reno transfer on the same path. Every transfer runs for the same
 //! time; rates are each transfer's bytes over its duration.
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::RealOpts;
+use crate::ensemble_sets::{Rates, mean_jain, mean_share, scatter, table};
 use crate::error::Result;
 use crate::harness::Job;
 use crate::kernel_rig::{KernelRig, parse_curl};
 use cm_experiments::experiments::{Check, Output};
-use cm_experiments::plot::{Plot, Series, Style};
+use cm_experiments::plot::Plot;
 use cm_experiments::progress::Progress;
 use cm_netem::PathConfig;
-use cm_report::stats::jain;
 use cm_ttcp::Transport;
 use serde_json::json;
 
 /// Inner downloads per set.
 const INNER: usize = 4;
 
-struct SetResult {
-    inner: Vec<f64>,
-    outside: f64,
-    /// `cm stat` in the middle of the run: (macroflows with kernel flows,
-    /// kernel flows) — set A only.
-    seen: Option<(usize, usize)>,
-}
+/// A run's rates, and for set A what `cm stat` showed in the middle of it:
+/// (macroflows with kernel flows, kernel flows).
+type SetResult = (Rates, Option<(usize, usize)>);
 
 fn run_set(k: &KernelRig, cc: &str, secs: f64, stat: bool) -> Result<SetResult> {
     k.set_server_cc(cc)?;
@@ -68,11 +63,7 @@ fn run_set(k: &KernelRig, cc: &str, secs: f64, stat: bool) -> Result<SetResult> 
         inner.push(b * 8.0 / t);
     }
     let seen = snap.and_then(|h| h.join().ok().flatten());
-    Ok(SetResult {
-        inner,
-        outside,
-        seen,
-    })
+    Ok((Rates { inner, outside }, seen))
 }
 
 /// Runs set A (`cm`) and set B (Reno), alternating `reps` times.
@@ -90,53 +81,27 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         bar.tick();
     }
     k.finish()?;
-    let share = |s: &SetResult| s.outside / (s.outside + s.inner.iter().sum::<f64>());
-    let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    let share_cm = avg(&cm_sets.iter().map(share).collect::<Vec<_>>());
-    let share_reno = avg(&reno_sets.iter().map(share).collect::<Vec<_>>());
-    let jain_cm = avg(&cm_sets.iter().map(|s| jain(&s.inner)).collect::<Vec<_>>());
-    let jain_reno = avg(&reno_sets.iter().map(|s| jain(&s.inner)).collect::<Vec<_>>());
-    let seen = cm_sets.iter().filter_map(|s| s.seen).collect::<Vec<_>>();
-    let mut csv = String::from("set,run,flow,rate_bps\n");
-    let mut summary = Vec::new();
-    for (label, sets) in [("cm", &cm_sets), ("reno", &reno_sets)] {
-        for (k, s) in sets.iter().enumerate() {
-            for (i, r) in s.inner.iter().enumerate() {
-                let _ = writeln!(csv, "{label},{k},inner{i},{r:.0}");
-            }
-            let _ = writeln!(csv, "{label},{k},outside,{:.0}", s.outside);
-            summary.push(format!(
-                "{label} run {k}: curl {} Mbit/s, outside Reno {:.2} Mbit/s, outside share {:.2}",
-                s.inner
-                    .iter()
-                    .map(|r| format!("{:.2}", r / 1e6))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                s.outside / 1e6,
-                share(s)
-            ));
-        }
-    }
+    let seen = cm_sets.iter().filter_map(|s| s.1).collect::<Vec<_>>();
+    let cm_sets: Vec<Rates> = cm_sets.into_iter().map(|s| s.0).collect();
+    let reno_sets: Vec<Rates> = reno_sets.into_iter().map(|s| s.0).collect();
+    let (share_cm, share_reno) = (mean_share(&cm_sets), mean_share(&reno_sets));
+    let (jain_cm, jain_reno) = (mean_jain(&cm_sets), mean_jain(&reno_sets));
+    let (csv, mut summary) = table(&[("cm", &cm_sets), ("reno", &reno_sets)], "inner", "curl");
     summary.push(format!(
         "outside_share_cm {share_cm:.2}, outside_share_reno {share_reno:.2}, jain_cm {jain_cm:.3}, jain_reno {jain_reno:.3}; cm stat mid-run (macroflows, kernel flows): {seen:?}"
     ));
-    let scatter = |sets: &[SetResult], label: &str, f: &dyn Fn(&SetResult) -> f64| Series {
-        label: label.into(),
-        points: sets
-            .iter()
-            .enumerate()
-            .map(|(k, s)| ((k + 1) as f64, f(s) / 1e6))
-            .collect(),
-        style: Style::Scatter,
-    };
-    let together = |s: &SetResult| s.inner.iter().sum::<f64>();
-    let outside = |s: &SetResult| s.outside;
-    let series = vec![
-        scatter(&cm_sets, "4 downloads on cm, together", &together),
-        scatter(&cm_sets, "outside Reno beside cm", &outside),
-        scatter(&reno_sets, "4 downloads on Reno, together", &together),
-        scatter(&reno_sets, "outside Reno beside Reno", &outside),
-    ];
+    let series = scatter(&[
+        (
+            &cm_sets,
+            "4 downloads on cm, together",
+            "outside Reno beside cm",
+        ),
+        (
+            &reno_sets,
+            "4 downloads on Reno, together",
+            "outside Reno beside Reno",
+        ),
+    ]);
     let one_macroflow = !seen.is_empty() && seen.iter().all(|&(m, k)| m == 1 && k == INNER);
     Ok(Output {
         name: "kernel-ensemble".into(),

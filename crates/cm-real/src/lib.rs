@@ -44,6 +44,7 @@ pub mod bw_estimate;
 pub mod collapse;
 pub mod delayed_feedback;
 pub mod ensemble;
+pub mod ensemble_sets;
 pub mod error;
 pub mod forced;
 pub mod harness;

@@ -7,21 +7,20 @@
 //! clients in the receiver's. Every transfer runs for the same time; rates
 //! are each transfer's bytes over its duration.
 
-use std::fmt::Write as _;
 use std::net::{SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::RealOpts;
+use crate::ensemble_sets::{Rates, mean_jain, mean_share, scatter, table};
 use crate::error::{RealError, Result};
 use crate::harness::{HostOptions, Job, Rig};
 use cm_experiments::experiments::{Check, Output};
-use cm_experiments::plot::{Plot, Series, Style};
+use cm_experiments::plot::Plot;
 use cm_experiments::progress::Progress;
 use cm_netem::{Node, PathConfig};
 use cm_quic::transfer::{Congestion, Received, fetch, serve};
-use cm_report::stats::jain;
 use cm_ttcp::Transport;
 use serde_json::json;
 
@@ -30,18 +29,13 @@ const INNER: usize = 4;
 /// The QUIC server's port.
 const PORT: u16 = 4433;
 
-struct SetResult {
-    inner: Vec<f64>,
-    outside: f64,
-}
-
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
 }
 
-fn run_set(rig: &Rig, cm: bool, secs: u8, dir: &std::path::Path) -> Result<SetResult> {
+fn run_set(rig: &Rig, cm: bool, secs: u8, dir: &std::path::Path) -> Result<Rates> {
     let path = rig.path();
     let server = SocketAddr::V4(SocketAddrV4::new(path.sender_addr(), PORT));
     let cert = dir.join(if cm { "cm.der" } else { "newreno.der" });
@@ -109,7 +103,7 @@ fn run_set(rig: &Rig, cm: bool, secs: u8, dir: &std::path::Path) -> Result<SetRe
     let outside = r?.first().map_or(0.0, |s| {
         s.bytes as f64 * 8.0 / (s.end_s - s.start_s).max(1e-3)
     });
-    Ok(SetResult { inner, outside })
+    Ok(Rates { inner, outside })
 }
 
 /// Runs the CM set and the NewReno set, alternating `reps` times.
@@ -133,45 +127,24 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     let _ = std::fs::remove_dir_all(&dir);
     result?;
     rig.finish()?;
-    let share = |s: &SetResult| s.outside / (s.outside + s.inner.iter().sum::<f64>());
-    let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    let share_cm = avg(&cm_sets.iter().map(share).collect::<Vec<_>>());
-    let share_nr = avg(&nr_sets.iter().map(share).collect::<Vec<_>>());
-    let jain_cm = avg(&cm_sets.iter().map(|s| jain(&s.inner)).collect::<Vec<_>>());
-    let mut csv = String::from("set,run,flow,rate_bps\n");
-    let mut summary = Vec::new();
-    for (label, sets) in [("cm", &cm_sets), ("newreno", &nr_sets)] {
-        for (k, s) in sets.iter().enumerate() {
-            for (i, r) in s.inner.iter().enumerate() {
-                let _ = writeln!(csv, "{label},{k},quic{i},{r:.0}");
-            }
-            let _ = writeln!(csv, "{label},{k},outside,{:.0}", s.outside);
-            summary.push(format!(
-                "{label} run {k}: QUIC {} Mbit/s, outside Reno {:.2} Mbit/s, outside share {:.2}",
-                s.inner
-                    .iter()
-                    .map(|r| format!("{:.2}", r / 1e6))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                s.outside / 1e6,
-                share(s)
-            ));
-        }
-    }
+    let (share_cm, share_nr) = (mean_share(&cm_sets), mean_share(&nr_sets));
+    let jain_cm = mean_jain(&cm_sets);
+    let (csv, mut summary) = table(&[("cm", &cm_sets), ("newreno", &nr_sets)], "quic", "QUIC");
     summary.push(format!(
         "outside_share_cm {share_cm:.2}, outside_share_newreno {share_nr:.2}, jain_cm {jain_cm:.3}"
     ));
-    let scatter = |sets: &[SetResult], label: &str, f: &dyn Fn(&SetResult) -> f64| Series {
-        label: label.into(),
-        points: sets
-            .iter()
-            .enumerate()
-            .map(|(k, s)| ((k + 1) as f64, f(s) / 1e6))
-            .collect(),
-        style: Style::Scatter,
-    };
-    let together = |s: &SetResult| s.inner.iter().sum::<f64>();
-    let outside = |s: &SetResult| s.outside;
+    let series = scatter(&[
+        (
+            &cm_sets,
+            "4 QUIC on the CM, together",
+            "outside Reno beside the CM",
+        ),
+        (
+            &nr_sets,
+            "4 QUIC on NewReno, together",
+            "outside Reno beside NewReno",
+        ),
+    ]);
     Ok(Output {
         name: "quic-ensemble".into(),
         csv,
@@ -179,12 +152,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
             title: "4 QUIC downloads (quinn on the CM, or NewReno) vs 1 outside Reno, 10 Mbit/s, 60 ms".into(),
             x_label: "run".into(),
             y_label: "throughput (Mbit/s)".into(),
-            series: vec![
-                scatter(&cm_sets, "4 QUIC on the CM, together", &together),
-                scatter(&cm_sets, "outside Reno beside the CM", &outside),
-                scatter(&nr_sets, "4 QUIC on NewReno, together", &together),
-                scatter(&nr_sets, "outside Reno beside NewReno", &outside),
-            ],
+            series,
         },
         metrics: json!({"outside_share_cm": share_cm, "outside_share_newreno": share_nr,
                         "jain_cm": jain_cm, "seconds": secs, "runs": reps}),

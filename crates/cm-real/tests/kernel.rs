@@ -3,10 +3,8 @@
 //! the `cm` congestion control of `cmd --kernel-tcp`. They need root, BTF
 //! and a build with clang, and say "skipped: needs …" without them.
 
-use cm_real::{RealOpts, run};
-
 mod common;
-use common::{my_namespaces, root};
+use common::{assert_checks, root, run_quick};
 
 /// The serial lock when this machine can run kernel experiments.
 fn kernel() -> Option<std::sync::MutexGuard<'static, ()>> {
@@ -19,20 +17,9 @@ fn kernel() -> Option<std::sync::MutexGuard<'static, ()>> {
 }
 
 fn assert_passes(name: &str) {
-    let opts = RealOpts {
-        quick: true,
-        quiet: true,
-    };
-    let out = run(name, &opts).unwrap_or_else(|e| panic!("{name}: {e:#}"));
-    assert!(my_namespaces().is_empty(), "{name} left namespaces behind");
+    let out = run_quick(name);
     assert!(!cm_kernel::registered(), "{name} left `cm` registered");
-    for c in &out.checks {
-        assert!(
-            c.pass,
-            "{name}: {} = {:.3} fails {} (summary: {:#?})",
-            c.metric, c.ours, c.accept, out.summary
-        );
-    }
+    assert_checks(name, &out);
 }
 
 /// Four kernel connections on `cm` in one macroflow leave the outside

@@ -11,35 +11,13 @@ use std::time::Duration;
 
 use cm_netem::PathConfig;
 use cm_real::harness::{HostOptions, Job, Rig};
-use cm_real::{RealOpts, run};
 use cm_ttcp::Transport;
 
 mod common;
-use common::{my_namespaces, root};
-
-fn quick() -> RealOpts {
-    RealOpts {
-        quick: true,
-        quiet: true,
-    }
-}
-
-/// Runs the quick version of `name` and checks it left no namespace behind.
-fn run_quick(name: &str) -> cm_experiments::experiments::Output {
-    let out = run(name, &quick()).unwrap_or_else(|e| panic!("{name}: {e:#}"));
-    assert!(my_namespaces().is_empty(), "{name} left namespaces behind");
-    out
-}
+use common::{assert_checks, my_namespaces, root, run_quick};
 
 fn assert_passes(name: &str) {
-    let out = run_quick(name);
-    for c in &out.checks {
-        assert!(
-            c.pass,
-            "{name}: {} = {:.3} fails {} (summary: {:#?})",
-            c.metric, c.ours, c.accept, out.summary
-        );
-    }
+    assert_checks(name, &run_quick(name));
 }
 
 #[test]

@@ -28,3 +28,25 @@ pub fn my_namespaces() -> Vec<String> {
         .filter(|n| n.starts_with(&prefix))
         .collect()
 }
+
+/// Runs the quick version of `name` and checks it left no namespace behind.
+pub fn run_quick(name: &str) -> cm_experiments::experiments::Output {
+    let opts = cm_real::RealOpts {
+        quick: true,
+        quiet: true,
+    };
+    let out = cm_real::run(name, &opts).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    assert!(my_namespaces().is_empty(), "{name} left namespaces behind");
+    out
+}
+
+/// Every check of `out` passes.
+pub fn assert_checks(name: &str, out: &cm_experiments::experiments::Output) {
+    for c in &out.checks {
+        assert!(
+            c.pass,
+            "{name}: {} = {:.3} fails {} (summary: {:#?})",
+            c.metric, c.ours, c.accept, out.summary
+        );
+    }
+}
