@@ -65,7 +65,7 @@ const STAGGER: Duration = Duration::from_millis(500);
 /// The run's sizes: schemes, flow counts, warm-up and measured seconds.
 fn sizes(quick: bool) -> (Vec<Scheme>, Vec<usize>, u64, u64) {
     if quick {
-        (vec![Scheme::Aimd, Scheme::Iscc], vec![16], 10, 25)
+        (vec![Scheme::Aimd, Scheme::Iscc], vec![32], 20, 40)
     } else {
         (
             vec![Scheme::Aimd, Scheme::Iiad, Scheme::Tfrc, Scheme::Iscc],

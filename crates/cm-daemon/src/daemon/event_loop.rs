@@ -378,11 +378,13 @@ impl Daemon {
             self.drop_session(t, "daemon shutdown");
         }
         let _ = std::fs::remove_file(&self.path);
-        if self.kernel.take().is_some() {
-            // Dropping the handle closed the struct_ops link.
+        if let Some(k) = self.kernel.take() {
+            let (connections, rejected, dropped) = (k.conns.len(), k.rejected, k.dropped());
+            // Dropping the handle closes the struct_ops link.
+            drop(k);
             log!(
                 info,
-                "msg=\"kernel TCP congestion control unregistered\" still_listed={}",
+                "msg=\"kernel TCP congestion control unregistered\" still_listed={} open_connections={connections} reports_rejected={rejected} reports_dropped={dropped}",
                 cm_kernel::registered()
             );
         }

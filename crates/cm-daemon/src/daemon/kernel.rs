@@ -88,6 +88,11 @@ impl Kernel {
         self.tcp.fd()
     }
 
+    /// Reports the ring buffer had no room for (the BPF side's count).
+    pub(super) fn dropped(&self) -> u64 {
+        self.tcp.dropped()
+    }
+
     /// The kernel connection that is core flow `flow`, if any.
     pub(super) fn conn_of(&self, flow: FlowId) -> Option<&Conn> {
         self.conns.values().find(|c| c.flow == flow)
@@ -137,8 +142,6 @@ impl Daemon {
             };
             match self.core.open(now, k.client, p) {
                 Ok(flow) => {
-                    // A connection that switched away from cm and back
-                    // reports again with new counters: start from them.
                     k.conns.insert(
                         ev.id,
                         Conn {
