@@ -98,14 +98,12 @@ fn serve(mut cm: Cm, rx: &Receiver<Call>) {
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         };
-        let mut changed = false;
         for call in first.into_iter().chain(rx.try_iter()) {
-            changed |= apply(&mut cm, &mut flows, call);
+            apply(&mut cm, &mut flows, call);
         }
         let _ = cm.dispatch();
         // Aging and idle decay change windows without a call: a timer
         // wake-up refreshes the shares too (one query per connection).
-        let _ = changed;
         publish(&mut cm, &flows);
     }
     for (f, _) in flows {
@@ -113,7 +111,7 @@ fn serve(mut cm: Cm, rx: &Receiver<Call>) {
     }
 }
 
-fn apply(cm: &mut Cm, flows: &mut Vec<(FlowId, Arc<AtomicU64>)>, call: Call) -> bool {
+fn apply(cm: &mut Cm, flows: &mut Vec<(FlowId, Arc<AtomicU64>)>, call: Call) {
     match call {
         Call::Open { dst, reply } => {
             let opened = cm.open(None, dst).ok().map(|f| {
@@ -122,11 +120,9 @@ fn apply(cm: &mut Cm, flows: &mut Vec<(FlowId, Arc<AtomicU64>)>, call: Call) -> 
                 (f, share)
             });
             let _ = reply.send(opened);
-            true
         }
         Call::Sent(f, n) => {
             let _ = cm.notify(f, n);
-            false
         }
         Call::Acked(f, n, rtt) => {
             let fb = Feedback {
@@ -137,7 +133,7 @@ fn apply(cm: &mut Cm, flows: &mut Vec<(FlowId, Arc<AtomicU64>)>, call: Call) -> 
                     libcm::Duration::from_micros(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
                 }),
             };
-            cm.update(f, fb).is_ok()
+            let _ = cm.update(f, fb);
         }
         Call::Lost(f, n, persistent) => {
             let fb = Feedback {
@@ -150,12 +146,11 @@ fn apply(cm: &mut Cm, flows: &mut Vec<(FlowId, Arc<AtomicU64>)>, call: Call) -> 
                 },
                 rtt: None,
             };
-            cm.update(f, fb).is_ok()
+            let _ = cm.update(f, fb);
         }
         Call::Close(f) => {
             flows.retain(|(g, _)| *g != f);
             let _ = cm.close(f);
-            true
         }
     }
 }

@@ -35,8 +35,6 @@ use crate::log;
 /// Allowances are re-stamped at least this often (well inside the BPF
 /// side's 500 ms staleness).
 pub(super) const REFRESH: Duration = Duration::from_millis(100);
-/// [`REFRESH`] in ns.
-const REFRESH_NS: u64 = 100_000_000;
 
 /// One kernel connection.
 #[derive(Debug)]
@@ -267,7 +265,7 @@ impl Daemon {
             let cwnd = u32::try_from(share.div_ceil(u64::from(c.mss)).max(2)).unwrap_or(u32::MAX);
             // A write is a system call: only for a new value, or to keep
             // an unchanged one fresh.
-            let fresh = stamp.saturating_sub(c.written.1) < REFRESH_NS / 2;
+            let fresh = stamp.saturating_sub(c.written.1) < REFRESH.as_micros() * 1000 / 2;
             if c.written.0 == cwnd && fresh {
                 continue;
             }
