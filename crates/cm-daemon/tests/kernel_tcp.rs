@@ -141,11 +141,16 @@ fn cm_registers_and_leaves_no_trace_however_the_daemon_ends() {
         "unprivileged sockets may choose cm: {allowed}"
     );
     // A second daemon (another socket) cannot register a second `cm`: a
-    // failed start, which removes its socket and leaves the first alone.
+    // failed start, which leaves no socket and the first daemon alone.
     match start("second") {
         Ok(_) => panic!("a second cmd --kernel-tcp started"),
         Err(e) => assert!(e.contains("registered already"), "{e}"),
     }
+    let second = std::env::temp_dir().join(format!("cmd-kernel-second-{}", std::process::id()));
+    assert!(
+        !second.join("cm.sock").exists(),
+        "the failed start left its socket"
+    );
     assert!(
         registered(),
         "the failed start unregistered the first daemon's cm"

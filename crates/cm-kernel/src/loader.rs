@@ -115,6 +115,7 @@ impl KernelTcp {
             }
         }
         let link = link.ok_or(KernelError::Missing("struct_ops map `cm`"))?;
+        allow_unprivileged();
         let handle = |name: &'static str| -> Result<MapHandle, KernelError> {
             let m = obj
                 .maps()
@@ -137,7 +138,6 @@ impl KernelTcp {
         })
         .map_err(KernelError::Load)?;
         let ring = rb.build().map_err(KernelError::Load)?;
-        allow_unprivileged();
         Ok(KernelTcp {
             _link: link,
             ring,

@@ -112,8 +112,16 @@ impl StopHandle {
 impl Daemon {
     /// Bind the control socket (replacing a stale one) and set up the loop.
     pub fn bind(cfg: DaemonConfig, path: &Path) -> Result<Daemon, DaemonError> {
-        let core =
+        let mut core =
             CongestionManager::new(cfg.core_config()?).map_err(crate::error::ConfigError::from)?;
+        // `cm` is registered and allowed before the socket appears: a
+        // client that sees the socket finds the daemon ready, and a failed
+        // load leaves no socket behind.
+        let kernel = if cfg.kernel_tcp {
+            Some(kernel::Kernel::load(&mut core)?)
+        } else {
+            None
+        };
         remove_stale_socket(path)?;
         if let Some(dir) = path.parent() {
             if !dir.as_os_str().is_empty() && !dir.exists() {
@@ -130,24 +138,25 @@ impl Daemon {
             path: path.to_path_buf(),
             source: e.into(),
         })?;
-        // Any user may connect; the daemon checks each call against the
-        // caller's uid (SO_PEERCRED).
-        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o666))?;
-        listen(&listener, 128)?;
-        let mut d = Daemon::with_listener(cfg, core, listener, path)?;
-        if d.cfg.kernel_tcp {
-            if let Err(e) = d.start_kernel_tcp() {
-                // A failed start leaves neither the socket nor `cm` behind.
-                let _ = std::fs::remove_file(path);
-                return Err(e);
+        let ready = (|| -> Result<Daemon, DaemonError> {
+            // Any user may connect; the daemon checks each call against
+            // the caller's uid (SO_PEERCRED).
+            std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o666))?;
+            listen(&listener, 128)?;
+            let mut d = Daemon::with_listener(cfg, core, listener, path)?;
+            if let Some(k) = kernel {
+                d.watch_kernel_tcp(k)?;
             }
+            Ok(d)
+        })();
+        if ready.is_err() {
+            let _ = std::fs::remove_file(path);
         }
-        Ok(d)
+        ready
     }
 
-    /// Load the `cm` TCP congestion control and watch its reports.
-    fn start_kernel_tcp(&mut self) -> Result<(), DaemonError> {
-        let k = kernel::Kernel::load(&mut self.core)?;
+    /// Watch the loaded `cm` TCP congestion control's reports.
+    fn watch_kernel_tcp(&mut self, k: kernel::Kernel) -> Result<(), DaemonError> {
         epoll::add(
             &self.epoll,
             k.fd(),
