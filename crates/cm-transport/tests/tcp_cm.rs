@@ -246,3 +246,129 @@ fn multi_mtu_grants_become_several_full_segments_and_conserve_bytes() {
         assert_conserved(&c);
     }
 }
+
+/// A k-MTU TCP/CM sender held by the receiver's window (16 segments) on a
+/// fast pipe, where the CM's window would allow far more.
+fn window_limited(k: u32) -> Conn {
+    let cfg = TcpConfig {
+        cc: CcMode::Cm,
+        total: Some(600 * MSS),
+        send_fin: true,
+        grant_mtus: k,
+        ..TcpConfig::default()
+    };
+    let snd = TcpSender::new(cfg, Instant::ZERO).unwrap();
+    let rcv = TcpReceiver::new(TcpReceiverConfig {
+        rcv_wnd: 16 * MSS as u32,
+        delayed_ack: Some(cm_core::Duration::from_millis(40)),
+        ..TcpReceiverConfig::default()
+    })
+    .unwrap();
+    Conn::new(snd, rcv, Pipe::new(20, 12_500_000, 1000), Some(Cm::new()))
+}
+
+#[test]
+fn k_mtu_requests_ask_only_for_what_the_receive_window_lets_out() {
+    let mut c = window_limited(44);
+    assert!(c.run_until(secs(60), |c| c.snd.is_complete()));
+    assert_eq!(c.rcv.bytes_delivered(), 600 * MSS);
+    let cm = c.cm.as_ref().unwrap();
+    // A request the sender could not fill would come back as grants it
+    // declines (`Notify(0)`), each a wasted event and call.
+    let declined = cm
+        .calls
+        .iter()
+        .filter(|c| matches!(c, CmCall::Notify(n) if n.get() == 0))
+        .count();
+    assert_eq!(declined, 0, "declined grants");
+    let most = cm
+        .calls
+        .iter()
+        .filter_map(|c| match c {
+            CmCall::RequestMtus(k) => Some(*k),
+            CmCall::Request => Some(1),
+            _ => None,
+        })
+        .max()
+        .unwrap();
+    assert!(most <= 16, "asked for {most} MTUs at once, the window holds 16");
+    // Requested and granted MTUs balance: nothing is left asked for.
+    let requested: u64 = cm
+        .calls
+        .iter()
+        .map(|c| match c {
+            CmCall::RequestMtus(k) => u64::from(*k),
+            CmCall::Request => 1,
+            _ => 0,
+        })
+        .sum();
+    // The pipe's CM has an MTU of one MSS: a grant's MTUs are its bytes
+    // over the MSS.
+    let granted: u64 = cm
+        .calls
+        .iter()
+        .map(|c| match c {
+            CmCall::Notify(n) => n.get().div_ceil(MSS),
+            _ => 0,
+        })
+        .sum();
+    assert!(
+        requested <= granted + 1,
+        "{requested} MTUs requested, {granted} granted"
+    );
+    assert_conserved(&c);
+}
+
+#[test]
+fn a_sender_whose_cm_lost_its_requests_asks_again() {
+    for told in [true, false] {
+        let mut c = window_limited(44);
+        assert!(c.run_until(secs(60), |c| c.rcv.bytes_delivered() > 200 * MSS));
+        // The handle moved to a CM that holds none of its requests.
+        let mut fresh = Cm::new();
+        fresh.calls.clear();
+        c.cm = Some(fresh);
+        if told {
+            c.snd.cm_requests_lost();
+        }
+        assert!(
+            c.run_until(secs(120), |c| c.snd.is_complete()),
+            "told: {told}"
+        );
+        assert_eq!(c.rcv.bytes_delivered(), 600 * MSS);
+        if told {
+            assert_eq!(c.snd.stats().timeouts, 0, "no timeout when told");
+        }
+    }
+}
+
+#[test]
+fn the_receiver_measures_the_round_trip_from_timestamp_echoes() {
+    for timestamps in [true, false] {
+        let cfg = TcpConfig {
+            cc: CcMode::Cm,
+            total: Some(200 * MSS),
+            send_fin: true,
+            timestamps,
+            ..TcpConfig::default()
+        };
+        let snd = TcpSender::new(cfg, Instant::ZERO).unwrap();
+        let rcv = TcpReceiver::new(TcpReceiverConfig::default()).unwrap();
+        // 20 ms each way, 10 Mbit/s: about 1.2 ms per segment.
+        let mut c = Conn::new(snd, rcv, Pipe::new(20, 1_250_000, 100), Some(Cm::new()));
+        assert!(c.run_until(secs(30), |c| c.snd.is_complete()));
+        // Every segment carries the timestamp fields (the sender's option
+        // only chooses how it samples the RTT itself), so the receiver
+        // measures either way: at least the 40 ms of propagation, and near
+        // what the sender measures (both include the queue the window
+        // builds).
+        let rtt = c.rcv.rtt_estimate().expect("an estimate");
+        let ms = rtt.as_micros() as f64 / 1000.0;
+        let srtt = c.snd.stats().srtt.unwrap().as_micros() as f64 / 1000.0;
+        assert!(ms >= 40.0, "receiver's RTT {ms} ms");
+        assert!(
+            (ms - srtt).abs() <= 0.25 * srtt,
+            "timestamps {timestamps}: receiver's RTT {ms} ms, sender's {srtt} ms"
+        );
+    }
+}

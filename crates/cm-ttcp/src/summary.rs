@@ -90,6 +90,14 @@ pub struct TcpCmDetail {
     pub srtt_s: Option<f64>,
     /// Grants answered with a segment.
     pub grants: u64,
+    /// Grants answered with nothing to send (declined: `cm_notify(0)`).
+    #[serde(default)]
+    pub grants_empty: u64,
+    /// Passes of the sender's event loop while the connection was open:
+    /// each is a wake-up, a receive and a send (where the CPU per MB goes
+    /// on a slow path).
+    #[serde(default)]
+    pub passes: u64,
     /// CM calls the CM refused (e.g. a notify after a grant expired).
     pub cm_errors: u64,
 }

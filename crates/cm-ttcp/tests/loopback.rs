@@ -70,6 +70,35 @@ fn tcpcm_daemon_transfer_is_exact() {
 }
 
 #[test]
+fn tcpcm_through_a_daemon_that_stops_mid_transfer_finishes() {
+    // The daemon stops at the first progress sample; libcm moves the flow
+    // to an embedded CM, which holds none of the sender's k-MTU requests:
+    // the sender must ask again (`CmEvent::Status`), not wait for an RTO.
+    let d = cm_daemon::TempDaemon::start().unwrap();
+    let mut cm = Cm::connect(d.socket()).unwrap();
+    let (dst, rx) = receiver(&Transport::TcpCm);
+    let bytes = 50 * MB2;
+    let spec = SendSpec::new(dst, bytes, Transport::TcpCm).progress(Duration::from_millis(2));
+    let mut daemon = Some(d);
+    let mut stopped_at = None;
+    let mut stop = |_: usize, p: &cm_ttcp::ProgressSample| {
+        if p.bytes > 0 && daemon.take().is_some() {
+            stopped_at = Some(p.bytes);
+        }
+    };
+    let s = cm_ttcp::send_observed(&spec, Some(&mut cm), Some(&mut stop)).unwrap();
+    let at = stopped_at.expect("the daemon stopped during the transfer");
+    assert!(at < bytes, "stopped at {at} of {bytes}");
+    assert_eq!(cm.status(), libcm::Status::Fallback);
+    assert_eq!(s.bytes, bytes);
+    assert!(s.complete);
+    let t = s.tcpcm.as_ref().unwrap();
+    assert_eq!(t.timeouts, 0, "{t:?}");
+    let got = rx.stop().unwrap();
+    assert_eq!(got[0].bytes, bytes);
+}
+
+#[test]
 fn linux_tcp_reno_transfer_is_exact() {
     let t = Transport::linux("reno");
     let (dst, rx) = receiver(&t);

@@ -81,6 +81,10 @@ struct RecvArgs {
     /// CC-UDP: run no receiver CM (the sender falls back to CC-UDP's acks).
     #[arg(long)]
     no_receiver_cm: bool,
+    /// TCP/CM: the advertised receive window (e.g. 384KiB), which caps the
+    /// sender's window; default 16 MiB.
+    #[arg(long, value_name = "BYTES")]
+    window: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -141,13 +145,25 @@ fn transport(kind: Kind, cc: &str) -> Transport {
 
 fn recv(a: &RecvArgs) -> Result<()> {
     let t = transport(a.transport, &a.cc);
+    let defaults = ReceiverOptions::default();
+    let rcv_wnd = match &a.window {
+        None => defaults.rcv_wnd,
+        Some(w) => {
+            let bytes = parse_bytes(w)?;
+            match u32::try_from(bytes) {
+                Ok(b) if b > 0 => b,
+                _ => anyhow::bail!("--window {w}: between 1 byte and 4 GiB"),
+            }
+        }
+    };
     let opts = ReceiverOptions {
+        rcv_wnd,
         output: a.out.clone(),
         ccudp: cm_ttcp::CcUdpReceiverOptions {
             cm_protocol: !a.no_receiver_cm,
             restart_after: None,
         },
-        ..ReceiverOptions::default()
+        ..defaults
     };
     let mut rx = Receiver::bind(a.listen, &t, opts)?;
     eprintln!("cm ttcp: receiving {t} on {}", rx.local_addr());

@@ -19,6 +19,9 @@ pub(crate) struct CmAccount {
     calls: VecDeque<CmCall>,
     /// A `Request` is outstanding (exactly one while there is work).
     pub request_outstanding: bool,
+    /// k-MTU requests: MTUs requested and not yet granted, as the sender
+    /// counts them.
+    requested_mtus: u32,
     unreported: u64,
     reported_ahead: u64,
     notified_total: u64,
@@ -40,6 +43,46 @@ impl CmAccount {
                 CmCall::Request
             });
         }
+    }
+
+    /// k-MTU requests: keep `want` MTUs requested, asking for the
+    /// difference when fewer are. A request not yet handed to the driver
+    /// grows instead and moves behind the calls queued since, so the ACKs
+    /// of one receive batch make one request, after their feedback, and
+    /// the CM answers it with one grant.
+    pub(crate) fn top_up(&mut self, want: u32) {
+        if want <= self.requested_mtus {
+            return;
+        }
+        let mut k = want - self.requested_mtus;
+        self.requested_mtus = want;
+        if let Some(i) = self
+            .calls
+            .iter()
+            .position(|c| matches!(c, CmCall::Request | CmCall::RequestMtus(_)))
+        {
+            k += match self.calls.remove(i) {
+                Some(CmCall::RequestMtus(n)) => n,
+                _ => 1,
+            };
+        }
+        self.calls.push_back(if k > 1 {
+            CmCall::RequestMtus(k)
+        } else {
+            CmCall::Request
+        });
+    }
+
+    /// k-MTU requests: a grant (or a withdrawn one) used `mtus` of them.
+    pub(crate) fn granted(&mut self, mtus: u32) {
+        self.requested_mtus = self.requested_mtus.saturating_sub(mtus);
+    }
+
+    /// The CM no longer holds this sender's requests (it moved, or a
+    /// timeout suspects the count): nothing counts as requested.
+    pub(crate) fn forget_requests(&mut self) {
+        self.requested_mtus = 0;
+        self.request_outstanding = false;
     }
 
     /// Answer a grant with `n` bytes (0 declines).

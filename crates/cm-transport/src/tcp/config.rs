@@ -197,7 +197,16 @@ pub struct TcpConfig {
     /// segments are not a burst beyond what one-MTU grants would send in
     /// the same instant. Default 1: the papers' one-MTU discipline
     /// (sigcomm1999 §3.2.1), which the simulated experiments use.
+    ///
+    /// With more than one, the sender keeps at most as many MTUs requested
+    /// as it could send now (the receiver window and the data left), and
+    /// tops the request up after each grant: a k-MTU request the sender
+    /// cannot fill would come back as grants it must decline.
     pub grant_mtus: u32,
+    /// TCP/CM with `grant_mtus` > 1: the bytes the CM counts per MTU, so
+    /// that a grant of `b` bytes uses `ceil(b / grant_unit)` of the MTUs
+    /// requested. 0 (the default) means the MSS.
+    pub grant_unit: u32,
 }
 
 impl Default for TcpConfig {
@@ -221,6 +230,7 @@ impl Default for TcpConfig {
             timestamps: false,
             sack: false,
             grant_mtus: 1,
+            grant_unit: 0,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use cm_core::Instant;
+use cm_core::{Duration, Instant};
 
 use super::config::{TcpConfigError, TcpReceiverConfig};
 use super::ranges::RangeSet;
@@ -43,6 +43,11 @@ pub struct TcpReceiver {
     /// reported, most recent first (the first is the block holding the
     /// latest out-of-order segment).
     sack_recent: Vec<u64>,
+    /// The round trip as the receiver sees it (RFC 7323 §4.3 echoes: the
+    /// time since the ACK whose TSval a data segment's TSecr returns),
+    /// smoothed 7/8 as RFC 6298's SRTT; `last_ecr` is the echo last used.
+    rcv_rtt: Option<Duration>,
+    last_ecr: u64,
     stats: TcpReceiverStats,
 }
 
@@ -65,6 +70,8 @@ impl TcpReceiver {
             delack_at: None,
             sack: false,
             sack_recent: Vec::new(),
+            rcv_rtt: None,
+            last_ecr: 0,
             stats: TcpReceiverStats::default(),
         })
     }
@@ -80,6 +87,15 @@ impl TcpReceiver {
     /// Whether the sender's FIN arrived (in order).
     pub fn fin_received(&self) -> bool {
         self.fin_received
+    }
+
+    /// The round trip as the receiver measures it from timestamp echoes
+    /// (like Linux's `tcp_rcv_rtt_measure_ts`): the time from an ACK to
+    /// the first data segment echoing it, smoothed; `None` before the
+    /// first echo. A driver can size its wake-ups
+    /// by it, as a sender does by its own RTT.
+    pub fn rtt_estimate(&self) -> Option<Duration> {
+        self.rcv_rtt
     }
 
     /// Counters.
@@ -171,6 +187,19 @@ impl TcpReceiver {
         self.delack_at = None;
     }
 
+    /// One receiver-side RTT sample per new echo of this receiver's TSval.
+    fn measure_rtt(&mut self, now: Instant, ts_ecr: u64) {
+        if ts_ecr == 0 || ts_ecr == self.last_ecr || ts_ecr > now.as_micros() {
+            return;
+        }
+        self.last_ecr = ts_ecr;
+        let sample = Duration::from_micros(now.as_micros() - ts_ecr);
+        self.rcv_rtt = Some(match self.rcv_rtt {
+            None => sample,
+            Some(r) => Duration::from_micros((r.as_micros() * 7 + sample.as_micros()) / 8),
+        });
+    }
+
     /// Process a segment from the sender.
     pub fn handle_segment(&mut self, now: Instant, seg: &TcpSegment) {
         if seg.flags.contains(Flags::SYN) {
@@ -200,6 +229,7 @@ impl TcpReceiver {
             return;
         }
         self.stats.segments += 1;
+        self.measure_rtt(now, seg.ts_ecr);
         let start = seg.seq;
         let end = seg.seq + u64::from(seg.len);
         if fin {

@@ -14,6 +14,7 @@ use crate::net::{SOCKET_BUFFER, big_buffers, wait_fd};
 use crate::outbox::Mixed;
 use crate::payload::Sink;
 use crate::spec::{ReceiverOptions, Until};
+use crate::tcpcm::coalesce;
 use crate::summary::{ProgressSample, Role, Summary, Transport, throughput};
 
 /// A finished connection keeps answering retransmitted FINs this long.
@@ -140,6 +141,7 @@ impl UdpReceiver {
         let mut linger_until: Option<Instant> = None;
         loop {
             let now = Instant::now();
+            let pass_start = now;
             if until.stopped(now) || linger_until.is_some_and(|t| now >= t) {
                 break;
             }
@@ -180,6 +182,12 @@ impl UdpReceiver {
             }
             self.timers(&mut out, on_done)?;
             self.acks.flush(&mut self.io)?;
+            // Wake-up coalescing while data flows, as the sender does: the
+            // ACKs of this pass are out; what arrives during the gap is
+            // read by the next pass in one batch.
+            if let Some(gap) = self.coalesce_gap() {
+                coalesce::sleep_until(pass_start, gap);
+            }
             let mut wait = Duration::from_millis(50);
             let now = Instant::now();
             for c in self.conns.values() {
@@ -209,6 +217,19 @@ impl UdpReceiver {
             }
         }
         Ok(out)
+    }
+
+    /// The least time between two passes while a transfer is under way
+    /// (`coalesce`): by the shortest round trip the connections measured
+    /// from timestamp echoes ([`TcpReceiver::rtt_estimate`]).
+    fn coalesce_gap(&self) -> Option<Duration> {
+        self.conns
+            .values()
+            .filter(|c| !c.reported)
+            .filter_map(|c| c.rx.rtt_estimate())
+            .map(cm_clock::to_std_duration)
+            .min()
+            .and_then(coalesce::receiver_gap)
     }
 
     fn on_segment(

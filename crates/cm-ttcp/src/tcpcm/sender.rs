@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use std::time::{Duration, Instant};
 
-use cm_core::{Bytes, FlowId};
+use cm_core::FlowId;
 use cm_transport::{CcMode, CmCall, TcpConfig, TcpSegment, TcpSender};
 use cm_udp::{MAX_BATCH, Offload, RecvBatch, UdpIo};
 use libcm::{Cm, CmError, CmEvent, Mode};
@@ -19,6 +19,7 @@ use crate::outbox::Run;
 use crate::payload::Source;
 use crate::spec::{Observer, SendSpec};
 use crate::summary::{ProgressSample, Summary, TcpCmDetail};
+use crate::tcpcm::coalesce;
 use crate::tcpcm::conn::{Conn, flush, transmit};
 
 /// One transfer to run at `t0 + at`.
@@ -30,11 +31,6 @@ pub(crate) struct Job {
 
 /// MTUs asked per `cm_request`: the full segments of one UDP GSO call.
 pub(crate) const GRANT_MTUS: u32 = (cm_udp::MAX_GSO_BYTES / crate::UDP_PAYLOAD_MAX) as u32;
-
-/// The longest gap [`Engine::coalesce_gap`] puts between passes.
-const COALESCE_MAX: Duration = Duration::from_millis(1);
-/// The shortest gap worth a sleep.
-const COALESCE_MIN: Duration = Duration::from_micros(200);
 
 /// The longest single wait: the loop re-checks its deadlines at least this
 /// often even if every timer computation were wrong.
@@ -117,19 +113,16 @@ impl Engine<'_, '_> {
             self.finish(Instant::now());
             // This pass's segments leave together.
             for c in self.conns.iter_mut().flatten() {
+                c.detail.passes += 1;
                 flush(c)?;
             }
             // Wake-up coalescing: with data in flight, the next pass comes
             // no sooner than `coalesce_gap` after this one began, so that a
             // pass handles several ACKs and sends a run of segments.
+            // Then wait as usual: the poll returns at once for what
+            // arrived meanwhile.
             if let Some(gap) = self.coalesce_gap() {
-                let until = pass_start + gap;
-                let now = Instant::now();
-                if until > now {
-                    // Then wait as usual: the poll returns at once for
-                    // what arrived meanwhile.
-                    std::thread::sleep(until - now);
-                }
+                coalesce::sleep_until(pass_start, gap);
             }
 
             // Sleep until the earliest deadline or input.
@@ -184,30 +177,17 @@ impl Engine<'_, '_> {
     }
 
     /// The least time between two passes of the loop while segments are
-    /// in flight: an eighth of the shortest smoothed RTT, at most
-    /// [`COALESCE_MAX`] (1 ms); none when nothing is in flight or when that
-    /// is under [`COALESCE_MIN`]. Linux sizes its TSO bursts the same way
-    /// (`tcp_tso_autosize`: about 1 ms at the pacing rate): at 100 Mbit/s a
-    /// pass then sends a GSO run of about eight segments instead of waking
-    /// for every ACK; on a short path the gap is a few microseconds and
-    /// changes nothing. Each pass costs a sleep, a receive and a send, and
-    /// on a VM the wake-ups are most of the sender's CPU per MB. A quarter
-    /// of the RTT (at most 2 ms) was tried: the sender's CPU per MB fell by
-    /// about a tenth, the receiver's rose by about 40% (its wake-ups found
-    /// one segment each more often: 68,000 `recvmmsg` per 100 MB against
-    /// 53,000, `perf stat` on `cm ttcp` over `cm-netem up --rate 100mbit
-    /// --delay 5ms`), so the total cost rose.
+    /// in flight (`coalesce`): by the shortest smoothed RTT; none when
+    /// nothing is in flight.
     fn coalesce_gap(&self) -> Option<Duration> {
         self.conns
             .iter()
             .flatten()
             .filter(|c| c.tcp.bytes_outstanding() > 0)
             .filter_map(|c| c.tcp.stats().srtt)
-            .map(|srtt| (cm_clock::to_std_duration(srtt) / 8).min(COALESCE_MAX))
+            .map(cm_clock::to_std_duration)
             .min()
-            // A sleep shorter than the kernel's timer slack (50 µs) would
-            // last the slack: on such short paths every pass runs at once.
-            .filter(|&gap| gap >= COALESCE_MIN)
+            .and_then(coalesce::sender_gap)
     }
 
     /// Open the connection: socket, CM flow, SYN.
@@ -234,9 +214,10 @@ impl Engine<'_, '_> {
         // cm-implementation-linux §3.2 "Connection creation": connect()
         // calls cm_open() to associate the connection with a CM flow.
         let flow = self.cm.open(Some(local), spec.dst)?;
-        let setup = (|| -> Result<(u32, TcpCmDetail)> {
-            // The CM's MTU is the TCP MSS: grants are in payload bytes.
-            let mss = TCPCM_MSS.min(self.cm.mtu(flow)?);
+        let setup = (|| -> Result<(u32, u32, TcpCmDetail)> {
+            // The CM's MTU bounds the TCP MSS: grants are in payload bytes.
+            let cm_mtu = self.cm.mtu(flow)?;
+            let mss = TCPCM_MSS.min(cm_mtu);
             let macroflow = self.cm.macroflow_of(flow)?.to_u64();
             let window_at_open = self
                 .cm
@@ -247,6 +228,7 @@ impl Engine<'_, '_> {
                 .map(|m| m.window);
             Ok((
                 mss,
+                cm_mtu,
                 TcpCmDetail {
                     flow: flow.to_u64(),
                     macroflow,
@@ -256,7 +238,7 @@ impl Engine<'_, '_> {
                 },
             ))
         })();
-        let (mss, detail) = match setup {
+        let (mss, cm_mtu, detail) = match setup {
             Ok(v) => v,
             Err(e) => {
                 let _ = self.cm.close(flow);
@@ -274,8 +256,10 @@ impl Engine<'_, '_> {
             // RFC 1323 timestamps, passed to the CM with cm_update().
             timestamps: true,
             sack: spec.sack,
-            // A grant of up to one GSO run of segments (cm-udp).
+            // A grant of up to one GSO run of segments (cm-udp), in the
+            // CM's MTUs.
             grant_mtus: GRANT_MTUS,
+            grant_unit: cm_mtu,
             ..TcpConfig::default()
         };
         let tcp = match TcpSender::new(cfg, cm_clock::from_std(started)) {
@@ -469,26 +453,34 @@ impl Engine<'_, '_> {
                     if let Some(seg) = c.tcp.on_grant(now, bytes) {
                         c.detail.grants += 1;
                         transmit(c, &seg)?;
+                    } else {
+                        c.detail.grants_empty += 1;
                     }
                     self.drain(slot, now)?;
                 }
-                CmEvent::GrantExpired { flow, .. } => {
-                    // The CM withdrew a grant the sender never answered: the
-                    // sender still counts its request as outstanding. A
-                    // zero grant clears that (and re-requests if there is
-                    // work); its Notify(0) must not reach the CM, which no
-                    // longer holds the grant.
+                CmEvent::GrantExpired { flow, bytes } => {
+                    // The CM withdrew a grant the sender never answered: its
+                    // MTUs are no longer requested, and the sender asks
+                    // again if it has work (no notify: the CM holds no
+                    // grant to answer).
                     let Some(&slot) = self.by_flow.get(&flow) else {
                         continue;
                     };
                     let Some(c) = self.conns[slot].as_mut() else {
                         continue;
                     };
-                    let _ = c.tcp.on_grant(now, Bytes::ZERO);
-                    // The queue was empty (drained after every input), so
-                    // the first call is that Notify(0).
-                    let _ = c.tcp.poll_cm();
+                    c.tcp.on_grant_expired(bytes);
                     self.drain(slot, now)?;
+                }
+                CmEvent::Status { .. } => {
+                    // The handle moved between the daemon and an embedded
+                    // CM, which holds none of the requests made before.
+                    for slot in 0..self.conns.len() {
+                        if let Some(c) = self.conns[slot].as_mut() {
+                            c.tcp.cm_requests_lost();
+                            self.drain(slot, now)?;
+                        }
+                    }
                 }
                 CmEvent::FlowReclaimed { flow } => {
                     if let Some(&slot) = self.by_flow.get(&flow) {
@@ -502,12 +494,16 @@ impl Engine<'_, '_> {
                     }
                 }
                 CmEvent::Error { flow, .. } => {
-                    if let Some(c) = self
-                        .by_flow
-                        .get(&flow)
-                        .and_then(|&s| self.conns[s].as_mut())
-                    {
+                    let Some(&slot) = self.by_flow.get(&flow) else {
+                        continue;
+                    };
+                    if let Some(c) = self.conns[slot].as_mut() {
                         c.detail.cm_errors += 1;
+                        // A refused call may have been a request: count
+                        // none as outstanding and ask again (at worst one
+                        // grant is declined).
+                        c.tcp.cm_requests_lost();
+                        self.drain(slot, now)?;
                     }
                 }
                 _ => {}

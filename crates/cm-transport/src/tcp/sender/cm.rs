@@ -35,7 +35,10 @@ impl TcpSender {
     /// [`CmCall::Request`] on [`TcpSender::poll_cm`]: the driver must not
     /// call `notify` itself. NewReno mode ignores grants.
     pub fn on_grant(&mut self, now: Instant, bytes: Bytes) -> Option<TcpSegment> {
-        self.cm.as_mut()?.request_outstanding = false;
+        let units = self.grant_units(bytes);
+        let cm = self.cm.as_mut()?;
+        cm.request_outstanding = false;
+        cm.granted(units);
         let first = self.grant_segment(now, bytes.get().min(self.mss));
         let mut sent = first.map_or(0, |s| u64::from(s.len));
         if first.is_some() {
@@ -75,9 +78,61 @@ impl TcpSender {
         }
     }
 
+    /// TCP/CM: the CM withdrew a grant of `bytes` this sender never saw
+    /// (`GrantExpired`). Its MTUs no longer count as requested; if there is
+    /// work, the request is renewed. Nothing is notified: the CM holds no
+    /// grant to answer.
+    pub fn on_grant_expired(&mut self, bytes: Bytes) {
+        let units = self.grant_units(bytes);
+        if let Some(cm) = self.cm.as_mut() {
+            cm.request_outstanding = false;
+            cm.granted(units);
+        }
+        self.maybe_request();
+    }
+
+    /// TCP/CM: the CM this sender's flow lives in lost its requests (the
+    /// application's CM handle moved between the daemon and an embedded
+    /// CM). Nothing counts as requested any more, and work is requested
+    /// again.
+    pub fn cm_requests_lost(&mut self) {
+        if let Some(cm) = self.cm.as_mut() {
+            cm.forget_requests();
+        }
+        self.maybe_request();
+    }
+
+    /// The requested MTUs a grant of `bytes` used (k-MTU requests).
+    fn grant_units(&self, bytes: Bytes) -> u32 {
+        let unit = if self.cfg.grant_unit == 0 {
+            self.mss
+        } else {
+            u64::from(self.cfg.grant_unit)
+        };
+        u32::try_from(bytes.get().div_ceil(unit.max(1))).unwrap_or(u32::MAX)
+    }
+
+    /// MTUs this sender could fill now: one for a retransmission, plus the
+    /// data from `snd_nxt` on that the receiver window allows (after a
+    /// timeout that starts with the go-back-N resend), at least one and at
+    /// most `grant_mtus`.
+    fn sendable_mtus(&self, rexmit: bool) -> u32 {
+        let window_end = self.snd_una + self.rwnd;
+        let new = self
+            .data_end
+            .min(window_end)
+            .saturating_sub(self.snd_nxt)
+            .div_ceil(self.mss);
+        let n = new + u64::from(rexmit || self.sack_recovering());
+        u32::try_from(n)
+            .unwrap_or(u32::MAX)
+            .clamp(1, self.cfg.grant_mtus)
+    }
+
     /// TCP/CM request discipline: exactly one request outstanding while
     /// there is a retransmission or window-permitted data to send
-    /// (sigcomm1999 §3.2.1).
+    /// (sigcomm1999 §3.2.1). With k-MTU requests, as many MTUs requested
+    /// as could be filled now ([`TcpSender::sendable_mtus`]).
     pub(super) fn maybe_request(&mut self) {
         if self.phase != Phase::Established {
             return;
@@ -94,8 +149,16 @@ impl TcpSender {
             } else {
                 self.next_len(self.mss).is_some()
             };
-        if let (true, Some(cm)) = (ready, self.cm.as_mut()) {
-            cm.request(self.cfg.grant_mtus);
+        if !ready {
+            return;
+        }
+        if self.cfg.grant_mtus > 1 {
+            let want = self.sendable_mtus(rexmit);
+            if let Some(cm) = self.cm.as_mut() {
+                cm.top_up(want);
+            }
+        } else if let Some(cm) = self.cm.as_mut() {
+            cm.request(1);
         }
     }
 }

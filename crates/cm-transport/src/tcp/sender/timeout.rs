@@ -44,6 +44,14 @@ impl TcpSender {
         self.in_recovery = false;
         self.dupacks = 0;
         self.rexmit = None;
+        if self.cfg.grant_mtus > 1 {
+            // k-MTU requests: whatever the count of MTUs requested says, a
+            // timeout requests afresh, so a count the CM no longer matches
+            // (a request lost in a move) cannot stall the connection.
+            if let Some(cm) = self.cm.as_mut() {
+                cm.forget_requests();
+            }
+        }
         if self.sack {
             self.sack_timeout();
             self.rto_at = Some(now + self.rtt.rto());
