@@ -291,7 +291,10 @@ fn k_mtu_requests_ask_only_for_what_the_receive_window_lets_out() {
         })
         .max()
         .unwrap();
-    assert!(most <= 16, "asked for {most} MTUs at once, the window holds 16");
+    assert!(
+        most <= 16,
+        "asked for {most} MTUs at once, the window holds 16"
+    );
     // Requested and granted MTUs balance: nothing is left asked for.
     let requested: u64 = cm
         .calls

@@ -14,8 +14,8 @@ use crate::net::{SOCKET_BUFFER, big_buffers, wait_fd};
 use crate::outbox::Mixed;
 use crate::payload::Sink;
 use crate::spec::{ReceiverOptions, Until};
-use crate::tcpcm::coalesce;
 use crate::summary::{ProgressSample, Role, Summary, Transport, throughput};
+use crate::tcpcm::coalesce;
 
 /// A finished connection keeps answering retransmitted FINs this long.
 const KEEP_FINISHED: Duration = Duration::from_secs(10);
