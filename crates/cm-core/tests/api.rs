@@ -368,6 +368,14 @@ fn set_macroflow_moves_a_flow_with_its_bytes_in_flight() {
     assert_eq!(cm.set_macroflow(at(2), b, Some(shared)).unwrap(), shared);
     assert_eq!(cm.macroflow_info(shared).unwrap().in_flight, Bytes(3 * MTU));
     assert_eq!(cm.macroflow_info(shared).unwrap().flows.len(), 2);
+    // The cheap accessor agrees with the snapshot.
+    for m in [shared, own] {
+        let info = cm.macroflow_info(m).unwrap();
+        assert_eq!(
+            cm.macroflow_window(m).unwrap(),
+            (info.window, info.flows.len())
+        );
+    }
 }
 
 #[test]

@@ -5,60 +5,16 @@
 //! namespace keeps `cm` as its default when it is unregistered).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::{RealError, Result};
 use crate::harness::{HostOptions, Rig};
+pub use crate::proc::Proc;
 use cm_netem::{Node, PathConfig};
 
 /// The HTTP server's port in the sender's namespace.
 pub const HTTP_PORT: u16 = 8080;
-
-/// Kills its child (and waits for it) on every exit path.
-pub struct Proc(Option<Child>, &'static str);
-
-impl Proc {
-    /// Start `c`; `what` names it in errors.
-    pub fn spawn(mut c: Command, what: &'static str) -> Result<Proc> {
-        c.stdin(Stdio::null());
-        c.spawn()
-            .map(|c| Proc(Some(c), what))
-            .map_err(|e| RealError::Program(format!("running {what}: {e}")))
-    }
-
-    /// Its standard output, waiting at most `limit`.
-    pub fn output(mut self, limit: Duration) -> Result<String> {
-        let Some(mut child) = self.0.take() else {
-            return Ok(String::new());
-        };
-        let until = Instant::now() + limit;
-        while child.try_wait().ok().flatten().is_none() {
-            if Instant::now() > until {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(RealError::Program(format!(
-                    "{} did not finish within {limit:?}",
-                    self.1
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let out = child
-            .wait_with_output()
-            .map_err(|e| RealError::Program(e.to_string()))?;
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Some(c) = &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 /// The `cmd` binary: `$CM_CMD`, else beside this program (or one directory
 /// up, for test binaries in `target/*/deps`).
@@ -91,15 +47,10 @@ pub fn start_daemon(dir: &Path) -> Result<(Proc, PathBuf)> {
     let mut p = Proc::spawn(c, "cmd --kernel-tcp")?;
     let until = Instant::now() + Duration::from_secs(10);
     while !(sock.exists() && cm_kernel::registered()) {
-        let exited = p.0.as_mut().and_then(|c| c.try_wait().ok().flatten());
-        if exited.is_some() || Instant::now() > until {
-            let mut err = String::new();
-            if let Some(mut e) = p.0.as_mut().and_then(|c| c.stderr.take()) {
-                let _ = std::io::Read::read_to_string(&mut e, &mut err);
-            }
+        if p.exited() || Instant::now() > until {
             return Err(RealError::Program(format!(
                 "cmd --kernel-tcp did not start: {}",
-                err.trim()
+                p.stderr_text().trim()
             )));
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -184,7 +135,7 @@ impl KernelRig {
     /// CPU time the daemon has used so far (`/proc/<pid>/schedstat`; it
     /// is one thread).
     pub fn daemon_cpu(&self) -> Option<Duration> {
-        let pid = self.daemon.as_ref()?.0.as_ref()?.id();
+        let pid = self.daemon.as_ref()?.id()?;
         let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
         let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
         Some(Duration::from_nanos(ns))

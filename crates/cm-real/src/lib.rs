@@ -54,6 +54,7 @@ pub mod kernel_sharing;
 pub mod kernel_throughput;
 pub mod layered;
 pub mod probe_feedback;
+pub mod proc;
 pub mod quic_ensemble;
 pub mod scalability;
 pub mod sharing;

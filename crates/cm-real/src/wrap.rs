@@ -13,10 +13,10 @@
 
 use std::fmt::Write as _;
 use std::path::{Path as FsPath, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cm_experiments::experiments::{Check, Output};
 use cm_experiments::plot::{Plot, Series, Style};
@@ -27,6 +27,7 @@ use serde_json::{Value, json};
 
 use crate::RealOpts;
 use crate::error::{RealError, Result};
+use crate::proc::Proc;
 
 /// The bottleneck, bits per second (`PathConfig::default()`).
 const LINK_BPS: f64 = 10_000_000.0;
@@ -51,52 +52,6 @@ struct CaseResult {
     tcp_series: Vec<(f64, f64)>,
     report: Option<cm_force::Report>,
     receiver: Option<cm_force::receiver::ReceiverStats>,
-}
-
-/// Kills its child on every exit path.
-struct Guard(Option<Child>);
-
-impl Guard {
-    fn spawn(mut c: Command) -> Result<Guard> {
-        c.stdin(Stdio::null()).stderr(Stdio::null());
-        c.spawn()
-            .map(|c| Guard(Some(c)))
-            .map_err(|e| RealError::Program(format!("running iperf3: {e}")))
-    }
-
-    /// Its standard output, waiting at most `limit` (then killed).
-    fn output(mut self, limit: Duration) -> Result<String> {
-        let Some(mut child) = self.0.take() else {
-            return Ok(String::new());
-        };
-        let until = Instant::now() + limit;
-        loop {
-            match child.try_wait() {
-                Ok(Some(_)) => break,
-                Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(50)),
-                _ => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(RealError::Program(format!(
-                        "iperf3 did not finish within {limit:?}"
-                    )));
-                }
-            }
-        }
-        let out = child
-            .wait_with_output()
-            .map_err(|e| RealError::Program(e.to_string()))?;
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if let Some(c) = &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 /// Per-second receive rates from an `iperf3 -s -J` run: (end time, bit/s).
@@ -138,8 +93,9 @@ fn run_case(
     let server = |port: &str| {
         let mut c = path.command(Node::Receiver, "iperf3");
         c.args(["-s", "-1", "-J", "-p", port])
-            .stdout(Stdio::piped());
-        Guard::spawn(c)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        Proc::spawn(c, "iperf3 -s")
     };
     let udp_srv = server(UDP_PORT)?;
     let tcp_srv = server(TCP_PORT)?;
@@ -182,8 +138,9 @@ fn run_case(
         &(secs + 1).to_string(),
         "-J",
     ])
-    .stdout(Stdio::null());
-    let tcp = Guard::spawn(tcp)?;
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    let tcp = Proc::spawn(tcp, "iperf3 (TCP)")?;
     std::thread::sleep(Duration::from_secs(1));
     let report_file = dir.join(format!("real-wrap-{}.json", case.label));
     let _ = std::fs::remove_file(&report_file);
@@ -200,11 +157,12 @@ fn run_case(
         &secs.to_string(),
         "-J",
     ])
-    .stdout(Stdio::null());
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
     if case.wrapped {
         udp.env("LD_PRELOAD", lib).env(ENV_REPORT, &report_file);
     }
-    let udp = Guard::spawn(udp)?;
+    let udp = Proc::spawn(udp, "iperf3 -u")?;
     let limit = Duration::from_secs(secs + 15);
     udp.output(limit)?;
     tcp.output(limit)?;

@@ -130,6 +130,17 @@ impl CongestionManager {
         })
     }
 
+    /// A macroflow's congestion window and its number of flows, without
+    /// the copy of its flow list that [`CongestionManager::macroflow_info`]
+    /// makes: for a caller that shares the window out often.
+    pub fn macroflow_window(&self, id: MacroflowId) -> Result<(Bytes, usize), Error> {
+        let m = self
+            .macroflows
+            .get(id.key())
+            .ok_or(Error::UnknownMacroflow(id))?;
+        Ok((m.controller.window(), m.flows.len()))
+    }
+
     /// Snapshot of a flow.
     pub fn flow_info(&self, id: FlowId) -> Result<FlowInfo, Error> {
         let f = self.flows.get(id.key()).ok_or(Error::UnknownFlow(id))?;

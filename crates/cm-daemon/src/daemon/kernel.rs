@@ -58,6 +58,8 @@ pub(super) struct Kernel {
     tcp: KernelTcp,
     client: ClientId,
     pub(super) conns: IdMap<u64, Conn>,
+    /// Each connection's id by its core flow (for `cm stat`).
+    by_flow: IdMap<FlowId, u64>,
     scratch: Vec<Result<Event, cm_kernel::wire::WireError>>,
     last_refresh: Option<Instant>,
     /// Reports that could not be applied (unknown connection, bad record).
@@ -75,6 +77,7 @@ impl Kernel {
             tcp,
             client,
             conns: IdMap::default(),
+            by_flow: IdMap::default(),
             scratch: Vec::new(),
             last_refresh: None,
             rejected: 0,
@@ -93,7 +96,7 @@ impl Kernel {
 
     /// The kernel connection that is core flow `flow`, if any.
     pub(super) fn conn_of(&self, flow: FlowId) -> Option<&Conn> {
-        self.conns.values().find(|c| c.flow == flow)
+        self.by_flow.get(&flow).and_then(|id| self.conns.get(id))
     }
 }
 
@@ -140,7 +143,8 @@ impl Daemon {
             };
             match self.core.open(now, k.client, p) {
                 Ok(flow) => {
-                    k.conns.insert(
+                    k.by_flow.insert(flow, ev.id);
+                    let old = k.conns.insert(
                         ev.id,
                         Conn {
                             flow,
@@ -154,6 +158,12 @@ impl Daemon {
                             written: (0, 0),
                         },
                     );
+                    if let Some(old) = old {
+                        // The id came back without a close report (one
+                        // lost): its old flow goes.
+                        k.by_flow.remove(&old.flow);
+                        let _ = self.core.close(now, old.flow);
+                    }
                     log!(
                         info,
                         "msg=\"kernel connection joined\" id={} local={} remote={} uid={} macroflow={}",
@@ -185,6 +195,7 @@ impl Daemon {
         if ev.kind == EventKind::Close {
             let flow = c.flow;
             k.conns.remove(&ev.id);
+            k.by_flow.remove(&flow);
             let _ = self.core.close(now, flow);
             return;
         }
@@ -254,12 +265,12 @@ impl Daemon {
             let share = match shares.iter().find(|(m, _)| *m == mf) {
                 Some(&(_, s)) => s,
                 None => {
-                    let Ok(info) = self.core.macroflow_info(mf) else {
+                    let Ok((window, flows)) = self.core.macroflow_window(mf) else {
                         continue;
                     };
-                    let n = u64::try_from(info.flows.len().max(1)).unwrap_or(1);
-                    shares.push((mf, info.window.get() / n));
-                    info.window.get() / n
+                    let n = u64::try_from(flows.max(1)).unwrap_or(1);
+                    shares.push((mf, window.get() / n));
+                    window.get() / n
                 }
             };
             let cwnd = u32::try_from(share.div_ceil(u64::from(c.mss)).max(2)).unwrap_or(u32::MAX);

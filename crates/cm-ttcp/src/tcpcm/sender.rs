@@ -105,8 +105,9 @@ impl Engine<'_, '_> {
             if jobs.is_empty() && self.conns.iter().all(Option::is_none) {
                 return Ok(());
             }
+            let mut got = false;
             for slot in 0..self.conns.len() {
-                self.receive(slot)?;
+                got |= self.receive(slot)?;
             }
             self.timers(Instant::now())?;
             self.events()?;
@@ -118,11 +119,15 @@ impl Engine<'_, '_> {
             }
             // Wake-up coalescing: with data in flight, the next pass comes
             // no sooner than `coalesce_gap` after this one began, so that a
-            // pass handles several ACKs and sends a run of segments.
-            // Then wait as usual: the poll returns at once for what
-            // arrived meanwhile.
+            // pass handles several ACKs and sends a run of segments. While
+            // ACKs keep coming, the next pass follows the sleep at once (its
+            // non-blocking receive finds them); otherwise the loop waits in
+            // `poll` as usual.
             if let Some(gap) = self.coalesce_gap() {
                 coalesce::sleep_until(pass_start, gap);
+                if got {
+                    continue;
+                }
             }
 
             // Sleep until the earliest deadline or input.
@@ -335,10 +340,10 @@ impl Engine<'_, '_> {
     }
 
     /// Every datagram waiting on the connection's socket ("processing all
-    /// readable ACKs before polling again").
-    fn receive(&mut self, slot: usize) -> Result<()> {
+    /// readable ACKs before polling again"); whether a segment came.
+    fn receive(&mut self, slot: usize) -> Result<bool> {
         let Some(c) = self.conns[slot].as_mut() else {
-            return Ok(());
+            return Ok(false);
         };
         let mut got = false;
         loop {
@@ -363,7 +368,7 @@ impl Engine<'_, '_> {
                 Err(e) => {
                     let index = c.index;
                     self.fail(slot, index, TtcpError::io("receive", e));
-                    return Ok(());
+                    return Ok(false);
                 }
             }
         }
@@ -375,7 +380,7 @@ impl Engine<'_, '_> {
             }
             self.drain(slot, cm_clock::now())?;
         }
-        Ok(())
+        Ok(got)
     }
 
     /// Retransmission timers, connect and idle limits, progress samples.
