@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{RealError, Result};
 use crate::harness::{HostOptions, Rig};
-pub use crate::proc::Proc;
+use crate::proc::Proc;
 use cm_netem::{Node, PathConfig};
 
 /// The HTTP server's port in the sender's namespace.

@@ -328,9 +328,7 @@ fn a_sender_whose_cm_lost_its_requests_asks_again() {
         let mut c = window_limited(44);
         assert!(c.run_until(secs(60), |c| c.rcv.bytes_delivered() > 200 * MSS));
         // The handle moved to a CM that holds none of its requests.
-        let mut fresh = Cm::new();
-        fresh.calls.clear();
-        c.cm = Some(fresh);
+        c.cm = Some(Cm::new());
         if told {
             c.snd.cm_requests_lost();
         }

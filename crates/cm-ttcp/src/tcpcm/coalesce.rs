@@ -17,7 +17,9 @@
 //! in and out of phase and the sender often wakes just before the
 //! receiver's batch of ACKs arrives, then again when it does. With the
 //! sender's gap twice the receiver's, a batch is waiting whenever the
-//! sender wakes. (`docs/benchmarks.md` has the measurements.)
+//! sender wakes. These comparisons came from paired runs of temporary
+//! builds with other gaps; `docs/benchmarks.md` has the paired runs of the
+//! committed builds, which any build can repeat.
 
 use std::time::Duration;
 
