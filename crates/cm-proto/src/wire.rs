@@ -159,6 +159,24 @@ fn header(out: &mut Vec<u8>, ty: u8, protocol: u16, flow: u32, seq: u64) {
     out.extend_from_slice(&seq.to_be_bytes());
 }
 
+/// The header of a fixed-size packet as an array.
+fn fixed_header(ty: u8, protocol: u16, flow: u32, seq: u64) -> [u8; HEADER_LEN] {
+    let mut h = [0u8; HEADER_LEN];
+    h[0] = MAGIC;
+    h[1] = (VERSION << 4) | ty;
+    h[2..4].copy_from_slice(&protocol.to_be_bytes());
+    h[4..8].copy_from_slice(&flow.to_be_bytes());
+    h[8..16].copy_from_slice(&seq.to_be_bytes());
+    h
+}
+
+/// The header of a DATA packet carrying a datagram
+/// ([`PROTO_DATAGRAM`]) of `flow` numbered `seq`: what
+/// `Packet::Data { .. }.header_bytes()` gives, without building the packet.
+pub fn datagram_header(flow: u32, seq: u64) -> [u8; HEADER_LEN] {
+    fixed_header(T_DATA, PROTO_DATAGRAM, flow, seq)
+}
+
 impl Packet {
     /// Appends the encoding to `out` (a DATA packet: its header only; the
     /// payload follows).
@@ -190,6 +208,26 @@ impl Packet {
                 }
             }
         }
+    }
+
+    /// The header of a fixed-size packet (everything but a response) as
+    /// an array: for a DATA packet, the bytes that go in front of the
+    /// payload, built without an allocation (once per datagram on the
+    /// send path). `None` for a response.
+    pub fn header_bytes(&self) -> Option<[u8; HEADER_LEN]> {
+        let (ty, protocol, flow, seq) = match *self {
+            Packet::Syn { isn } => (T_SYN, 0, 0, isn),
+            Packet::SynAck { isn } => (T_SYN_ACK, 0, 0, isn),
+            Packet::Rst { seq } => (T_RST, 0, 0, seq),
+            Packet::Probe { seq } => (T_PROBE, 0, 0, seq),
+            Packet::Data {
+                protocol,
+                flow,
+                seq,
+            } => (T_DATA, protocol, flow, seq),
+            Packet::Response(_) => return None,
+        };
+        Some(fixed_header(ty, protocol, flow, seq))
     }
 
     /// The encoding as a new vector.
@@ -280,6 +318,36 @@ fn be64(b: &[u8]) -> u64 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn header_bytes_are_the_encodings_header() {
+        let packets = [
+            Packet::Syn { isn: 7 },
+            Packet::SynAck { isn: u64::MAX },
+            Packet::Rst { seq: 3 },
+            Packet::Probe { seq: 1 << 40 },
+            Packet::Data {
+                protocol: PROTO_DATAGRAM,
+                flow: 0xdead_beef,
+                seq: (5 << PACKET_BITS) | 9,
+            },
+        ];
+        for p in packets {
+            assert_eq!(
+                p.header_bytes().map(|h| h.to_vec()),
+                Some(p.encode()),
+                "{p:?}"
+            );
+        }
+        let r = Packet::Response(Default::default());
+        assert_eq!(r.header_bytes(), None);
+        let d = Packet::Data {
+            protocol: PROTO_DATAGRAM,
+            flow: 3,
+            seq: 77,
+        };
+        assert_eq!(d.header_bytes(), Some(datagram_header(3, 77)));
+    }
 
     fn arb_packet() -> impl Strategy<Value = Packet> {
         let report = (

@@ -392,3 +392,42 @@ fn probes_on_a_very_short_path_are_at_least_the_floor_apart() {
         assert_eq!(p.poll_timeout(), Some(us(41 + want)), "floor {floor:?}");
     }
 }
+
+/// A sender that heads datagrams as it queues them (`assign_seq`) and
+/// counts a batch's departures at once (`on_departed_run`) is seen by the
+/// responder exactly as one that counts each datagram: consecutive
+/// numbers, the same bytes resolved.
+#[test]
+fn a_run_of_departures_counts_as_its_datagrams_one_by_one() {
+    let t = |ms: u64| Instant::from_micros(ms * 1000);
+    let (mut one, mut run) = (negotiated(), negotiated());
+    let mut seqs = Vec::new();
+    for _ in 0..5 {
+        let (seq, epoch) = run.assign_seq(0).unwrap();
+        let (pkt, e1) = one.assign(0).unwrap();
+        assert_eq!(
+            pkt.header_bytes().unwrap(),
+            cm_proto::wire::datagram_header(0, seq)
+        );
+        assert_eq!(epoch, e1);
+        seqs.push(seq);
+        assert!(one.on_departed(t(21), 0, 1000, epoch));
+    }
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+    let epoch = run.assign_seq(0).map(|(_, e)| e).unwrap();
+    run.unassign(0);
+    assert!(run.on_departed_run(t(21), 0, 5000, 5, epoch));
+    // A stale epoch is not counted.
+    assert!(!run.on_departed_run(t(21), 0, 1000, 1, epoch + 1));
+    for p in [&mut one, &mut run] {
+        assert_eq!(p.poll_timeout(), Some(t(31)));
+        p.handle_timeout(t(31));
+        let s = probe_seq(p);
+        p.on_packet(t(45), &response(s, 5000, 5)).unwrap();
+        let r = p.poll_report().unwrap();
+        assert_eq!(
+            (r.feedback.nsent.get(), r.feedback.nrecd.get()),
+            (5000, 5000)
+        );
+    }
+}

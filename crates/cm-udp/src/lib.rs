@@ -236,6 +236,19 @@ impl UdpIo {
         self.path
     }
 
+    /// How many datagrams of `segment` bytes to hand to one
+    /// [`UdpIo::send_datagrams`] so that every system call it makes is
+    /// full: one GSO run ([`MAX_GSO_BYTES`], at most [`MAX_BATCH`]) on the
+    /// GSO path (64 datagrams of 1216 bytes would go as a run of 53 and
+    /// one of 11), else [`MAX_BATCH`] (one `sendmmsg`, or that many calls
+    /// of one datagram).
+    pub fn run_len(&self, segment: usize) -> usize {
+        match self.path {
+            SendPath::Gso => (MAX_GSO_BYTES / segment.max(1)).clamp(1, MAX_BATCH),
+            SendPath::Mmsg | SendPath::Single => MAX_BATCH,
+        }
+    }
+
     /// Whether the kernel coalesces received datagrams (UDP GRO).
     pub fn gro(&self) -> bool {
         self.gro

@@ -9,7 +9,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use cm_udp::{Offload, RecvBatch, SendPath, UdpIo};
+use cm_udp::{MAX_BATCH, Offload, RecvBatch, SendPath, UdpIo};
 
 const SEG: usize = 1200;
 
@@ -118,6 +118,25 @@ fn gso_sends_a_run_in_few_calls_and_gro_hands_it_back_cut_apart() {
     check(&drain(&mut rx, 50), 50, 700);
     assert!(rx.stats().gro_buffers > 0, "{:?}", rx.stats());
     assert!(rx.stats().recv_calls < 50, "{:?}", rx.stats());
+}
+
+#[test]
+fn a_run_fills_every_call_of_the_current_path() {
+    let (mut tx, _rx, _) = pair(Offload::ALL, Offload::ALL);
+    assert_eq!(tx.send_path(), SendPath::Gso);
+    // 65,000 bytes of GSO: 54 of 1200 bytes, 53 of 1216, never over 64.
+    assert_eq!(tx.run_len(1200), 54);
+    assert_eq!(tx.run_len(1216), 53);
+    assert_eq!(tx.run_len(100), MAX_BATCH);
+    assert_eq!(tx.run_len(0), MAX_BATCH);
+    assert_eq!(tx.run_len(70_000), 1);
+    tx.restrict(Offload {
+        gso: false,
+        ..Offload::ALL
+    });
+    assert_eq!(tx.run_len(1216), MAX_BATCH, "one sendmmsg");
+    tx.restrict(Offload::NONE);
+    assert_eq!(tx.run_len(1216), MAX_BATCH, "as many calls of one");
 }
 
 #[test]

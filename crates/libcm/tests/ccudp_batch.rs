@@ -1,5 +1,6 @@
-//! `CcUdpSocket::send_batch` over loopback: payloads of one size (a GSO
-//! run) and of mixed sizes (`sendmmsg`) arrive exact and in order, every
+//! `CcUdpSocket::send_batch` and `send_batch_with` (payloads written in
+//! place) over loopback: payloads of one size (a GSO run) and of mixed
+//! sizes (`sendmmsg`) arrive exact and in order, every
 //! datagram is accounted for, an oversized payload is refused before
 //! anything is queued; and the same holds with cm-udp's batching turned
 //! off (`CM_UDP_OFFLOAD=none`, in a child process of this test binary).
@@ -48,14 +49,25 @@ fn batches_arrive_exact_and_in_order() {
 
     let payloads: Vec<Vec<u8>> = (0..N).map(payload).collect();
     let (mut next, mut got, mut last) = (0, 0usize, None::<usize>);
+    let mut round = 0u64;
     let mut buf = vec![0u8; 2048];
     b.set_nonblocking(true).unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     while (next < N || got < N) && Instant::now() < deadline {
         if next < N {
             let end = (next + 64).min(N);
-            let batch: Vec<&[u8]> = payloads[next..end].iter().map(Vec::as_slice).collect();
-            next += a.send_batch(&batch).unwrap();
+            round += 1;
+            if round % 2 == 0 {
+                let batch: Vec<&[u8]> = payloads[next..end].iter().map(Vec::as_slice).collect();
+                next += a.send_batch(&batch).unwrap();
+            } else {
+                // Written in place, into buffers that held earlier datagrams.
+                let base = next;
+                let lens: Vec<usize> = payloads[next..end].iter().map(Vec::len).collect();
+                next += a
+                    .send_batch_with(&lens, |i, b| b.copy_from_slice(&payloads[base + i]))
+                    .unwrap();
+            }
         } else {
             a.drive().unwrap();
         }

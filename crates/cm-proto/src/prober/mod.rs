@@ -247,21 +247,32 @@ impl Prober {
     /// [`on_departed`](Self::on_departed). For senders that queue packets
     /// (headed when queued) and count them when they leave.
     pub fn assign(&mut self, flow: u32) -> Option<(Packet, u64)> {
-        if self.state != PeerState::Negotiated {
-            return None;
-        }
-        let f = self.flows.entry(flow).or_default();
-        let seq =
-            (u64::from(self.isn as u16) << PACKET_BITS) | (f.packets & ((1 << PACKET_BITS) - 1));
-        f.packets += 1;
+        let (seq, epoch) = self.assign_seq(flow)?;
         Some((
             Packet::Data {
                 protocol: PROTO_DATAGRAM,
                 flow,
                 seq,
             },
-            self.epoch,
+            epoch,
         ))
+    }
+
+    /// [`assign`](Self::assign) as the sequence number and the epoch only
+    /// (the header is then [`crate::wire::datagram_header`]): the per-datagram
+    /// path of a sender that heads each datagram as it queues it.
+    pub fn assign_seq(&mut self, flow: u32) -> Option<(u64, u64)> {
+        if self.state != PeerState::Negotiated {
+            return None;
+        }
+        let packets = match self.flows.get_mut(&flow) {
+            Some(f) => &mut f.packets,
+            None => &mut self.flows.entry(flow).or_default().packets,
+        };
+        let seq =
+            (u64::from(self.isn as u16) << PACKET_BITS) | (*packets & ((1 << PACKET_BITS) - 1));
+        *packets += 1;
+        Some((seq, self.epoch))
     }
 
     /// The packet last [`assign`](Self::assign)ed to `flow` will not be
@@ -278,14 +289,28 @@ impl Prober {
     /// and the caller resolves it itself (as not received, not as
     /// congestion).
     pub fn on_departed(&mut self, now: Instant, flow: u32, len: u32, epoch: u64) -> bool {
+        self.on_departed_run(now, flow, u64::from(len), 1, epoch)
+    }
+
+    /// `packets` packets of `flow` headed under `epoch` left, `bytes` in
+    /// all: [`on_departed`](Self::on_departed) for a run of them at once
+    /// (a sender whose packets leave in batches counts each batch once).
+    pub fn on_departed_run(
+        &mut self,
+        now: Instant,
+        flow: u32,
+        bytes: u64,
+        packets: u64,
+        epoch: u64,
+    ) -> bool {
         if self.state != PeerState::Negotiated || epoch != self.epoch {
             return false;
         }
         let Some(f) = self.flows.get_mut(&flow) else {
             return false;
         };
-        f.sent += u64::from(len);
-        self.packets_sent += 1;
+        f.sent += bytes;
+        self.packets_sent += packets;
         if self.next_probe_at.is_none() {
             self.next_probe_at = Some(now + self.probe_interval());
         }

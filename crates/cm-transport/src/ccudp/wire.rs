@@ -129,12 +129,19 @@ impl DataHeader {
     pub fn encode(&self, payload: &[u8], out: &mut Vec<u8>) {
         out.clear();
         out.reserve(DATA_HEADER_LEN + payload.len());
-        out.push(MAGIC);
-        out.push(VERSION << 4 | KIND_DATA);
-        out.extend_from_slice(&self.session.to_be_bytes());
-        out.extend_from_slice(&self.seq.to_be_bytes());
-        out.extend_from_slice(&self.ts.to_be_bytes());
+        out.extend_from_slice(&self.bytes());
         out.extend_from_slice(payload);
+    }
+
+    /// The header's bytes (what goes in front of the payload).
+    pub fn bytes(&self) -> [u8; DATA_HEADER_LEN] {
+        let mut b = [0u8; DATA_HEADER_LEN];
+        b[0] = MAGIC;
+        b[1] = VERSION << 4 | KIND_DATA;
+        b[2..4].copy_from_slice(&self.session.to_be_bytes());
+        b[4..12].copy_from_slice(&self.seq.to_be_bytes());
+        b[12..16].copy_from_slice(&self.ts.to_be_bytes());
+        b
     }
 }
 

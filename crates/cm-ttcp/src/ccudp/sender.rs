@@ -266,8 +266,19 @@ impl Tracker<'_> {
     }
 }
 
-/// Payloads handed to the socket per `send_batch` (one GSO run).
-const BATCH: usize = cm_udp::MAX_BATCH;
+/// GSO runs handed to the socket per `send_batch_with`: one pass of the
+/// socket's engine (reading feedback, serving grants) per two runs rather
+/// than per run, and the second run usually reaches the receiver while it
+/// is still awake from the first.
+const RUNS: usize = 2;
+
+/// Payloads of `payload` bytes handed to the socket per `send_batch_with`:
+/// [`RUNS`] times as many as one GSO call carries with their headers, so
+/// that what the window lets out at once leaves in full calls (64
+/// datagrams of 1216 bytes would leave as a run of 53 and a remnant of 11).
+fn batch_len(payload: usize) -> usize {
+    RUNS * (cm_udp::MAX_GSO_BYTES / (payload + DATA_HEADER as usize)).clamp(1, cm_udp::MAX_BATCH)
+}
 
 /// One CC-UDP transfer on the calling thread, with `cm` (e.g. a daemon's)
 /// or, if `None`, an embedded CM of its own with [`ccudp_config`].
@@ -330,8 +341,12 @@ fn transfer(
         None => max,
     };
     let source = Source::open(spec.file.as_deref())?;
-    // Payloads go to the socket a GSO run at a time (`send_batch`).
-    let mut buf = vec![0u8; payload * BATCH];
+    // Payloads go to the socket a GSO run at a time, written in place in
+    // the CM's queue (`send_batch_with`). Without a file the payload is
+    // zeros: the queue's buffers have only ever held this transfer's
+    // zero payloads behind their headers, so `Source::fill` leaves them.
+    let batch = batch_len(payload);
+    let mut lens: Vec<usize> = Vec::with_capacity(batch);
     let t0 = Instant::now();
     let start_unix = cm_clock::unix_now();
     let limit_at = spec.time_limit.map(|d| t0 + d);
@@ -357,13 +372,28 @@ fn transfer(
             limited = true;
             break;
         }
-        let n = (spec.bytes - queued).min(payload * BATCH as u64);
-        let chunk = buf.get_mut(..n as usize).unwrap_or_default();
-        source.fill(queued, chunk)?;
-        let payloads: Vec<&[u8]> = chunk.chunks(payload as usize).collect();
-        match sock.send_batch(&payloads) {
+        let n = (spec.bytes - queued).min(payload * batch as u64);
+        lens.clear();
+        lens.extend(std::iter::repeat_n(
+            payload as usize,
+            (n / payload) as usize,
+        ));
+        if n % payload > 0 {
+            lens.push((n % payload) as usize);
+        }
+        let mut failed = None;
+        let at = queued;
+        let r = sock.send_batch_with(&lens, |i, b| {
+            if failed.is_none() {
+                failed = source.fill(at + i as u64 * payload, b).err();
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        match r {
             Ok(k) => {
-                queued += payloads.iter().take(k).map(|p| p.len() as u64).sum::<u64>();
+                queued += lens.iter().take(k).map(|&l| l as u64).sum::<u64>();
             }
             // The write timeout: the queue is still full.
             Err(e) if e.kind() == ErrorKind::WouldBlock => {}

@@ -58,17 +58,24 @@ impl CcUdpSocket {
                 pr.handle_timeout(now);
             }
         }
-        self.flush_proto(cm)
+        self.flush_proto_at(cm, now)
     }
 
     /// Sends the protocol's control packets and reports its feedback.
     pub(super) fn flush_proto(&mut self, cm: &mut Cm) -> io::Result<()> {
+        self.flush_proto_at(cm, cm_clock::now())
+    }
+
+    /// [`flush_proto`](Self::flush_proto) with the clock read by the
+    /// caller (`now` dates the peer's state for `cm stat` and an RTT seed:
+    /// a reading some microseconds old does for both).
+    pub(super) fn flush_proto_at(&mut self, cm: &mut Cm, now: Instant) -> io::Result<()> {
         // A prober without an RTT sample (its SYN was sent again) starts
         // from the macroflow's.
         if let (Some(pr), Some(p)) = (&mut self.proto.prober, &self.peer) {
             if pr.state() == cm_proto::PeerState::Negotiated && pr.srtt().is_none() {
                 if let Some(srtt) = cm.query(p.flow).ok().and_then(|e| e.srtt) {
-                    pr.seed_rtt(cm_clock::now(), srtt);
+                    pr.seed_rtt(now, srtt);
                 }
             }
         }
@@ -94,7 +101,7 @@ impl CcUdpSocket {
         if let Some(lag) = self.proto.lag_change() {
             cm.set_feedback_lag(flow, lag).map_err(cm_err)?;
         }
-        if let Some(p) = self.proto.peer_report(cm_clock::now()) {
+        if let Some(p) = self.proto.peer_report(now) {
             cm.set_peer(flow, Some(p)).map_err(cm_err)?;
         }
         Ok(())
@@ -134,12 +141,22 @@ impl CcUdpSocket {
         let Ok(sent) = cm.buffered_sent(flow) else {
             return Ok(());
         };
-        let now = cm_clock::now();
+        // Datagrams of one send call share their time: convert it once.
+        let mut last: Option<(std::time::Instant, Instant)> = None;
         while self.departed < sent {
-            let at = cm
-                .buffered_send_time(flow, self.departed)
-                .map_or(now, cm_clock::from_std);
-            match self.proto.departed(at) {
+            let at = match cm.buffered_send_time(flow, self.departed) {
+                Some(t) => match last {
+                    Some((s, at)) if s == t => at,
+                    _ => {
+                        let at = cm_clock::from_std(t);
+                        last = Some((t, at));
+                        at
+                    }
+                },
+                None => cm_clock::now(),
+            };
+            let (d, k) = self.proto.departed_run(at, sent - self.departed);
+            match d {
                 Departed::CcUdp => {
                     if let Some(p) = &mut self.peer {
                         p.acct.on_departed(at);
@@ -148,7 +165,7 @@ impl CcUdpSocket {
                 Departed::Counted => {}
                 Departed::Orphan(fb) => cm.update(flow, fb).map_err(cm_err)?,
             }
-            self.departed += 1;
+            self.departed += k;
         }
         Ok(())
     }

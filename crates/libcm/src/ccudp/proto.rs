@@ -112,14 +112,12 @@ impl Proto {
         let p = self
             .prober
             .get_or_insert_with(|| Prober::new(self.cfg, now, self.secret));
-        match p.assign(self.flow) {
-            Some((pkt, epoch)) => {
+        match p.assign_seq(self.flow) {
+            Some((seq, epoch)) => {
                 // Counted as the CM is told: the whole datagram.
                 let len = len.saturating_add(pw::HEADER_LEN as u32);
                 self.queued.push_back(Queued::Cm { epoch, len });
-                let mut h = [0; pw::HEADER_LEN];
-                h.copy_from_slice(&pkt.encode()[..pw::HEADER_LEN]);
-                Some(h)
+                Some(pw::datagram_header(self.flow, seq))
             }
             None => {
                 self.queued.push_back(Queued::CcUdp);
@@ -139,29 +137,42 @@ impl Proto {
         }
     }
 
-    /// The next queued datagram left the socket: `Some(CcUdp)` for the
-    /// accounting; for a CM datagram, `None`, or feedback to report at once
-    /// when its association is gone.
-    pub fn departed(&mut self, now: Instant) -> Departed {
-        match self.queued.pop_front() {
-            None | Some(Queued::CcUdp) => Departed::CcUdp,
-            Some(Queued::Cm { epoch, len }) => {
-                let counted = self
-                    .prober
-                    .as_mut()
-                    .is_some_and(|p| p.on_departed(now, self.flow, len, epoch));
-                if counted {
-                    Departed::Counted
-                } else {
-                    Departed::Orphan(Feedback {
-                        nsent: Bytes(u64::from(len)),
-                        nrecd: Bytes::ZERO,
-                        loss: LossMode::NotCongestion,
-                        rtt: None,
-                    })
+    /// Queued datagrams left the socket, at most `most` of them, the
+    /// first at `now`: what the first is, and how many left with it. A
+    /// CC-UDP datagram goes alone (`CcUdp`, for the accounting, which
+    /// times each); a run of CM datagrams of one association is counted
+    /// by the prober at once (`Counted`), or, when that association is
+    /// gone, is feedback to report at once (`Orphan`).
+    pub fn departed_run(&mut self, now: Instant, most: u64) -> (Departed, u64) {
+        let Some(Queued::Cm { epoch, len }) = self.queued.pop_front() else {
+            return (Departed::CcUdp, 1);
+        };
+        let (mut packets, mut bytes) = (1u64, u64::from(len));
+        while packets < most {
+            match self.queued.front() {
+                Some(&Queued::Cm { epoch: e, len }) if e == epoch => {
+                    self.queued.pop_front();
+                    packets += 1;
+                    bytes += u64::from(len);
                 }
+                _ => break,
             }
         }
+        let counted = self
+            .prober
+            .as_mut()
+            .is_some_and(|p| p.on_departed_run(now, self.flow, bytes, packets, epoch));
+        let d = if counted {
+            Departed::Counted
+        } else {
+            Departed::Orphan(Feedback {
+                nsent: Bytes(bytes),
+                nrecd: Bytes::ZERO,
+                loss: LossMode::NotCongestion,
+                rtt: None,
+            })
+        };
+        (d, packets)
     }
 
     /// Handles a protocol datagram from the peer. Returns the answer to

@@ -1,6 +1,7 @@
 //! The socket's send path: datagrams built in place in the CM's queue
-//! (header and payload, one copy), one k-MTU request per batch, and the
-//! grants served by the engine (cm-implementation-linux §3.3).
+//! (header and payload written once, into a reused buffer), one k-MTU
+//! request per batch, and the grants served by the engine
+//! (cm-implementation-linux §3.3).
 
 use std::io;
 use std::rc::Rc;
@@ -10,15 +11,12 @@ use cm_core::{FlowId, Instant};
 
 use super::socket::{CcUdpSocket, borrow, cm_err, not_connected, oversized, payload_limit};
 use super::wire::{self, DATA_HEADER_LEN, DataHeader};
-use crate::{Cm, CmError};
+use crate::CmError;
+use crate::send_queue::SendQueue;
 
-/// The header a datagram goes out with.
-enum Header {
-    /// The CM protocol's (the peer runs a receiver CM).
-    Cm([u8; cm_proto::wire::HEADER_LEN]),
-    /// CC-UDP's own data header.
-    CcUdp(DataHeader),
-}
+/// Both headers are one size, so a payload limit holds for either.
+const HEADER_LEN: usize = DATA_HEADER_LEN;
+const _: () = assert!(cm_proto::wire::HEADER_LEN == DATA_HEADER_LEN);
 
 impl CcUdpSocket {
     /// Queue one datagram for the peer; the CM sends it when the
@@ -27,18 +25,30 @@ impl CcUdpSocket {
     /// queue is [`io::ErrorKind::WouldBlock`] in non-blocking mode and a
     /// wait (driving the CM) in blocking mode.
     pub fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.send_with(buf.len(), |b| b.copy_from_slice(buf))?;
+        Ok(buf.len())
+    }
+
+    /// [`CcUdpSocket::send`] of a payload of `len` bytes that `fill`
+    /// writes in place, in the CM's queue: no copy of the payload on the
+    /// way to the socket. `fill` must write all `len` bytes (the buffer is
+    /// a reused one and holds an earlier datagram's bytes). It is called
+    /// once, when there is room.
+    pub fn send_with(&mut self, len: usize, fill: impl FnOnce(&mut [u8])) -> io::Result<()> {
         let deadline = self.write_timeout.map(|t| StdInstant::now() + t);
         let cm_rc = Rc::clone(&self.cm);
         let mut cm = borrow(&cm_rc)?;
         let flow = self.peer.as_ref().ok_or_else(not_connected)?.flow;
         let max = payload_limit(&mut cm, flow)?;
-        if buf.len() > max {
-            return Err(oversized(buf.len(), max));
+        if len > max {
+            return Err(oversized(len, max));
         }
         self.flush_proto(&mut cm)?;
+        let mut fill = Some(fill);
         let mut retried = false;
         loop {
-            match self.queue(&mut cm, flow, cm_clock::now(), buf) {
+            let (q, mtu) = cm.buffered_queue(flow).map_err(cm_err)?;
+            match self.queue(q, mtu, flow, cm_clock::now(), len, &mut fill) {
                 Ok(()) => break,
                 Err(CmError::QueueFull(_)) => {
                     if !retried {
@@ -66,8 +76,7 @@ impl CcUdpSocket {
             }
         }
         cm.request_queued(flow).map_err(cm_err)?;
-        self.drive_with(&mut cm)?;
-        Ok(buf.len())
+        self.drive_with(&mut cm)
     }
 
     /// Queue several datagrams for the peer with one clock reading, one
@@ -80,21 +89,49 @@ impl CcUdpSocket {
     /// checked as `send` checks it; an oversized one is refused before
     /// anything is queued.
     pub fn send_batch(&mut self, bufs: &[&[u8]]) -> io::Result<usize> {
+        self.batch(
+            bufs.len(),
+            |i| bufs.get(i).map_or(0, |b| b.len()),
+            |i, b| b.copy_from_slice(bufs.get(i).copied().unwrap_or_default()),
+        )
+    }
+
+    /// [`CcUdpSocket::send_batch`] of payloads of the lengths `lens` that
+    /// `fill(i, buf)` writes in place, as [`CcUdpSocket::send_with`] does:
+    /// `fill` writes all of `buf` (payload `i`, `lens[i]` bytes), and is
+    /// called for the payloads queued, in order.
+    pub fn send_batch_with(
+        &mut self,
+        lens: &[usize],
+        fill: impl FnMut(usize, &mut [u8]),
+    ) -> io::Result<usize> {
+        self.batch(lens.len(), |i| lens.get(i).copied().unwrap_or(0), fill)
+    }
+
+    /// The batch send of `n` payloads, payload `i` of `len(i)` bytes.
+    fn batch(
+        &mut self,
+        n: usize,
+        len: impl Fn(usize) -> usize,
+        mut fill: impl FnMut(usize, &mut [u8]),
+    ) -> io::Result<usize> {
         let cm_rc = Rc::clone(&self.cm);
         {
             let mut cm = borrow(&cm_rc)?;
             let flow = self.peer.as_ref().ok_or_else(not_connected)?.flow;
             let max = payload_limit(&mut cm, flow)?;
-            if let Some(b) = bufs.iter().find(|b| b.len() > max) {
-                return Err(oversized(b.len(), max));
+            if let Some(l) = (0..n).map(&len).find(|&l| l > max) {
+                return Err(oversized(l, max));
             }
-            self.flush_proto(&mut cm)?;
             // One timestamp for the batch: its datagrams are queued within
             // microseconds, and the RTT is measured from departure anyway.
             let now = cm_clock::now();
+            self.flush_proto_at(&mut cm, now)?;
             let mut queued = 0;
-            for buf in bufs {
-                match self.queue(&mut cm, flow, now, buf) {
+            let (q, mtu) = cm.buffered_queue(flow).map_err(cm_err)?;
+            for i in 0..n {
+                let mut f = Some(|b: &mut [u8]| fill(i, b));
+                match self.queue(q, mtu, flow, now, len(i), &mut f) {
                     Ok(()) => queued += 1,
                     Err(CmError::QueueFull(_)) => break,
                     Err(e) => return Err(cm_err(e)),
@@ -107,64 +144,70 @@ impl CcUdpSocket {
             }
         }
         // Not even the first fitted: wait for room as `send` does.
-        match bufs.first() {
-            Some(b) => self.send(b).map(|_| 1),
-            None => Ok(0),
+        if n == 0 {
+            return Ok(0);
         }
+        self.send_with(len(0), |b| fill(0, b)).map(|()| 1)
     }
 
-    /// Build the datagram for payload `buf` in the CM's queue of `flow`
-    /// (not requested yet: the caller asks with `request_queued`). A
-    /// CC-UDP datagram (not the CM protocol's) is counted by the
-    /// accounting; one that does not fit gives its header back.
+    /// Build the datagram for a payload of `len` bytes, which `fill` (taken
+    /// when the datagram is queued) writes, in `q`, the CM's queue of
+    /// `flow` with MTU `mtu` (not requested yet: the caller asks with
+    /// `request_queued`). A CC-UDP datagram (not the CM protocol's) is
+    /// counted by the accounting; one that does not fit gives its header
+    /// back.
     fn queue(
         &mut self,
-        cm: &mut Cm,
+        q: &mut SendQueue,
+        mtu: usize,
         flow: FlowId,
         now: Instant,
-        buf: &[u8],
+        len: usize,
+        fill: &mut Option<impl FnOnce(&mut [u8])>,
     ) -> Result<(), CmError> {
-        let header = self.header(now, buf.len())?;
-        let (len, r) = match &header {
-            Header::Cm(h) => {
-                let len = h.len() + buf.len();
-                let r = cm.enqueue_with(flow, len, |out| {
-                    out.extend_from_slice(h);
-                    out.extend_from_slice(buf);
-                });
-                (len, r)
-            }
-            Header::CcUdp(h) => {
-                let len = DATA_HEADER_LEN + buf.len();
-                (len, cm.enqueue_with(flow, len, |out| h.encode(buf, out)))
-            }
-        };
-        let cm_header = matches!(header, Header::Cm(_));
-        if let Err(e) = r {
+        let (header, cm_header) = self.header(now, len)?;
+        let total = HEADER_LEN + len;
+        let pushed = total <= mtu
+            && q.push_with(total, |b| {
+                let (h, payload) = b.split_at_mut(HEADER_LEN);
+                h.copy_from_slice(&header);
+                if let Some(f) = fill.take() {
+                    f(payload);
+                }
+            });
+        if !pushed {
             self.proto.unqueue(cm_header);
-            return Err(e);
+            return Err(if total > mtu {
+                CmError::Invalid("datagram larger than the flow's MTU")
+            } else {
+                CmError::QueueFull(flow)
+            });
         }
         if let (Some(p), false) = (&mut self.peer, cm_header) {
-            p.acct.on_queued(len);
+            p.acct.on_queued(total);
         }
         Ok(())
     }
 
-    /// The header for a payload of `len` bytes: the CM protocol's once the
-    /// peer negotiated it, else CC-UDP's data header.
-    fn header(&mut self, now: Instant, len: usize) -> Result<Header, CmError> {
+    /// The header for a payload of `len` bytes, and whether it is the CM
+    /// protocol's (once the peer negotiated it) rather than CC-UDP's data
+    /// header.
+    fn header(&mut self, now: Instant, len: usize) -> Result<([u8; HEADER_LEN], bool), CmError> {
         let Some(p) = &self.peer else {
             return Err(CmError::Invalid("CcUdpSocket is not connected"));
         };
         let (session, seq) = (p.session, p.acct.next_seq());
         let len32 = u32::try_from(len).unwrap_or(u32::MAX);
         Ok(match self.proto.header_for(now, len32) {
-            Some(h) => Header::Cm(h),
-            None => Header::CcUdp(DataHeader {
-                session,
-                seq,
-                ts: wire::timestamp(now),
-            }),
+            Some(h) => (h, true),
+            None => {
+                let h = DataHeader {
+                    session,
+                    seq,
+                    ts: wire::timestamp(now),
+                };
+                (h.bytes(), false)
+            }
         })
     }
 }

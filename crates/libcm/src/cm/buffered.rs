@@ -37,7 +37,7 @@ impl Cm {
     /// [`CmError::QueueFull`] when the flow's queue holds its limit: call
     /// [`Cm::dispatch`] (or wait) and try again.
     pub fn send(&mut self, flow: FlowId, data: &[u8]) -> Result<(), CmError> {
-        self.enqueue_with(flow, data.len(), |b| b.extend_from_slice(data))?;
+        self.enqueue_with(flow, data.len(), |b| b.copy_from_slice(data))?;
         // Sent at once like any call (batch with `set_autoflush(false)`):
         // an application may well wait on the descriptor before it next
         // dispatches.
@@ -57,7 +57,7 @@ impl Cm {
         }
         let mut queued = 0;
         for d in datagrams {
-            match self.enqueue_with(flow, d.len(), |b| b.extend_from_slice(d)) {
+            match self.enqueue_with(flow, d.len(), |b| b.copy_from_slice(d)) {
                 Ok(()) => queued += 1,
                 Err(CmError::QueueFull(_)) if queued > 0 => break,
                 Err(e) => return Err(e),
@@ -67,14 +67,14 @@ impl Cm {
         Ok(queued)
     }
 
-    /// Queue one datagram of `len` bytes that `fill` writes into the
-    /// queue's own buffer, without asking the CM for it yet
+    /// Queue one datagram of `len` bytes that `fill` writes (every byte)
+    /// into the queue's own buffer, without asking the CM for it yet
     /// ([`Cm::request_queued`] does).
     pub(crate) fn enqueue_with(
         &mut self,
         flow: FlowId,
         len: usize,
-        fill: impl FnOnce(&mut Vec<u8>),
+        fill: impl FnOnce(&mut [u8]),
     ) -> Result<(), CmError> {
         let mtu = self.mtu(flow)? as usize;
         if len > mtu {
@@ -84,6 +84,17 @@ impl Cm {
             return Err(CmError::QueueFull(flow));
         }
         Ok(())
+    }
+
+    /// The queue of a buffered flow and the flow's MTU, looked up once for
+    /// a batch of datagrams built in place ([`SendQueue::push_with`]; the
+    /// caller keeps each under the MTU, as [`Cm::enqueue_with`] does).
+    pub(crate) fn buffered_queue(
+        &mut self,
+        flow: FlowId,
+    ) -> Result<(&mut SendQueue, usize), CmError> {
+        let mtu = self.mtu(flow)? as usize;
+        Ok((self.queue_mut(flow)?, mtu))
     }
 
     /// Ask the CM for the flow's queued datagrams that have no request
