@@ -350,9 +350,9 @@ fn raw_udp(offload: Offload, n: u64, name: &str) -> Result<BenchRow> {
 fn raw_send(offload: Offload, dst: SocketAddr, n: u64) -> Result<(f64, Duration)> {
     let sock = connected_udp(dst, None)?;
     let mut io = UdpIo::with_offload(sock, offload).map_err(|e| TtcpError::io("socket", e))?;
-    // With GSO, runs as long as TCP/CM's (one grant's worth of segments).
+    // With GSO, runs as long as TCP/CM's GSO calls.
     let per_call = if offload.gso {
-        u64::from(crate::tcpcm::sender::GRANT_MTUS)
+        u64::from(crate::tcpcm::sender::RUN_MTUS)
     } else {
         1
     };

@@ -5,7 +5,7 @@
 #![allow(unsafe_code)]
 
 use std::io;
-use std::mem::{size_of, zeroed};
+use std::mem::{MaybeUninit, size_of, zeroed};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::RawFd;
 
@@ -238,43 +238,50 @@ pub(crate) fn recvmmsg(
 ) -> io::Result<usize> {
     const MAX: usize = 64;
     let n = n.min(bufs.len()).min(out.len()).min(MAX);
-    // SAFETY: plain old data.
-    let mut iovs: [libc::iovec; MAX] = unsafe { zeroed() };
-    // SAFETY: plain old data.
-    let mut hdrs: [libc::mmsghdr; MAX] = unsafe { zeroed() };
-    let mut names = [RawAddr::empty(); MAX];
-    let mut cmsgs = [Cmsg([0; 32]); MAX];
+    // Only the first `n` entries are written, and only what the kernel
+    // reads: most calls of a sender reading its ACKs find nothing, and
+    // zeroing all 64 headers, addresses and control buffers (16 KB) cost
+    // more than the call itself.
+    let mut iovs = [const { MaybeUninit::<libc::iovec>::uninit() }; MAX];
+    let mut hdrs = [const { MaybeUninit::<libc::mmsghdr>::uninit() }; MAX];
+    let mut names = [const { MaybeUninit::<libc::sockaddr_storage>::uninit() }; MAX];
+    let mut cmsgs = [const { MaybeUninit::<Cmsg>::uninit() }; MAX];
     for (i, b) in bufs.iter_mut().take(n).enumerate() {
-        iovs[i] = libc::iovec {
+        let iov = iovs[i].write(libc::iovec {
             iov_base: b.as_mut_ptr().cast(),
             iov_len: b.len(),
-        };
-        let h = &mut hdrs[i].msg_hdr;
-        h.msg_name = (&raw mut names[i].storage).cast();
-        h.msg_namelen = names[i].len;
-        h.msg_iov = &raw mut iovs[i];
-        h.msg_iovlen = 1;
-        h.msg_control = (&raw mut cmsgs[i]).cast();
-        h.msg_controllen = size_of::<Cmsg>();
+        });
+        // SAFETY: plain old data; all zeroes is a valid header.
+        let mut m: libc::mmsghdr = unsafe { zeroed() };
+        m.msg_hdr.msg_name = names[i].as_mut_ptr().cast();
+        m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        m.msg_hdr.msg_iov = iov;
+        m.msg_hdr.msg_iovlen = 1;
+        m.msg_hdr.msg_control = cmsgs[i].as_mut_ptr().cast();
+        m.msg_hdr.msg_controllen = size_of::<Cmsg>();
+        hdrs[i].write(m);
     }
-    // SAFETY: the first `n` headers point at live buffers, names and
-    // control space; MSG_DONTWAIT makes the call non-blocking and no
-    // timeout is passed.
+    // SAFETY: the first `n` headers are initialised and point at live
+    // buffers, name and control space; MSG_DONTWAIT makes the call
+    // non-blocking and no timeout is passed.
     let r = unsafe {
         libc::recvmmsg(
             fd,
-            hdrs.as_mut_ptr(),
+            hdrs.as_mut_ptr().cast::<libc::mmsghdr>(),
             n as libc::c_uint,
             libc::MSG_DONTWAIT,
             std::ptr::null_mut(),
         )
     };
     let got = cvt(r as isize)?;
-    for i in 0..got {
-        let h = &hdrs[i].msg_hdr;
+    for i in 0..got.min(n) {
+        // SAFETY: initialised above (i < n).
+        let m = unsafe { hdrs[i].assume_init_ref() };
+        let h = &m.msg_hdr;
         let mut segment = None;
         // SAFETY: the kernel filled `msg_controllen` bytes of the control
-        // buffer with well-formed cmsghdrs; the CMSG_* macros walk them.
+        // buffer with well-formed cmsghdrs; the CMSG_* macros walk them
+        // (and read nothing when it wrote none).
         unsafe {
             let mut c = libc::CMSG_FIRSTHDR(h);
             while !c.is_null() {
@@ -285,11 +292,27 @@ pub(crate) fn recvmmsg(
                 c = libc::CMSG_NXTHDR(h, c);
             }
         }
-        names[i].len = h.msg_namelen;
+        let from = if h.msg_namelen > 0 {
+            let mut a = RawAddr::empty();
+            let len = (h.msg_namelen as usize).min(size_of::<libc::sockaddr_storage>());
+            // SAFETY: the kernel wrote `msg_namelen` bytes of the name;
+            // only those are copied, into zeroed storage.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    names[i].as_ptr().cast::<u8>(),
+                    (&raw mut a.storage).cast::<u8>(),
+                    len,
+                );
+            }
+            a.len = h.msg_namelen;
+            a.to_std()
+        } else {
+            None
+        };
         out[i] = Received {
-            len: hdrs[i].msg_len as usize,
+            len: m.msg_len as usize,
             segment,
-            from: (h.msg_namelen > 0).then(|| names[i].to_std()).flatten(),
+            from,
             truncated: h.msg_flags & libc::MSG_TRUNC != 0,
         };
     }

@@ -29,8 +29,11 @@ pub(crate) struct Job {
     pub spec: SendSpec,
 }
 
-/// MTUs asked per `cm_request`: the full segments of one UDP GSO call.
-pub(crate) const GRANT_MTUS: u32 = (cm_udp::MAX_GSO_BYTES / crate::UDP_PAYLOAD_MAX) as u32;
+/// Full segments of one UDP GSO call.
+pub(crate) const RUN_MTUS: u32 = (cm_udp::MAX_GSO_BYTES / crate::UDP_PAYLOAD_MAX) as u32;
+
+/// MTUs asked per `cm_request`, at most: two GSO calls' worth.
+pub(crate) const GRANT_MTUS: u32 = 2 * RUN_MTUS;
 
 /// The longest single wait: the loop re-checks its deadlines at least this
 /// often even if every timer computation were wrong.
@@ -562,7 +565,20 @@ impl Engine<'_, '_> {
 fn call_cm(cm: &mut Cm, c: &mut Conn, call: CmCall) -> Result<()> {
     let r = match call {
         CmCall::Request => cm.request(c.flow),
-        CmCall::RequestMtus(k) => cm.request_mtus(c.flow, k),
+        // A request over the CM's limit goes as several (the CM adds
+        // them together); refused, the sender would wait for MTUs the CM
+        // never registered.
+        CmCall::RequestMtus(k) => {
+            let most = cm.max_request_mtus().max(1);
+            let mut left = k;
+            let mut r = Ok(());
+            while left > 0 && r.is_ok() {
+                let n = left.min(most);
+                r = cm.request_mtus(c.flow, n);
+                left -= n;
+            }
+            r
+        }
         CmCall::Notify(n) => cm.notify(c.flow, n.get()),
         CmCall::Update(fb) => cm.update(c.flow, fb),
     };

@@ -29,15 +29,17 @@ impl Cm {
         }
     }
 
-    /// Daemon mode: a k-MTU request on an open flow, k within the limit.
-    /// The largest k of a k-MTU request this CM takes.
-    pub(super) fn request_limit(&self) -> u32 {
+    /// The largest k of a k-MTU request ([`Cm::request_mtus`]) this CM
+    /// takes: a sender that wants more asks in several requests, which the
+    /// CM adds together.
+    pub fn max_request_mtus(&self) -> u32 {
         match &self.backend {
             Backend::Embedded(e) => e.core.config().max_request_mtus,
             Backend::Daemon(_) => Config::default().max_request_mtus,
         }
     }
 
+    /// Daemon mode: a k-MTU request on an open flow, k within the limit.
     pub(super) fn check_request(&self, flow: FlowId, k: u32) -> Result<(), CmError> {
         if self.is_daemon() && (k == 0 || k > Config::default().max_request_mtus) {
             return Err(Error::InvalidRequest(k).into());

@@ -101,7 +101,7 @@ impl Cm {
     /// yet: one k-MTU request (per at most `max_request_mtus` of them).
     pub(crate) fn request_queued(&mut self, flow: FlowId) -> Result<(), CmError> {
         let mut k = self.queue_mut(flow)?.take_unrequested();
-        let most = self.request_limit() as usize;
+        let most = self.max_request_mtus() as usize;
         while k > 0 {
             let n = k.min(most);
             self.request_mtus(flow, u32::try_from(n).unwrap_or(1))?;
