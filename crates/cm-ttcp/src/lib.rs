@@ -35,8 +35,9 @@
 //!
 //! - **`cmapp_send`**: a [`libcm::CmEvent::Send`] grant goes to
 //!   `TcpSender::on_grant`, which sends a queued retransmission, else new
-//!   data, one MSS per MTU granted (requests ask for up to 44 MTUs, one GSO
-//!   run), and queues the matching `cm_notify` itself; the segments join
+//!   data, one MSS per MTU granted (requests ask for up to 88 MTUs, two GSO
+//!   runs, split under the CM's `max_request_mtus`), and queues the
+//!   matching `cm_notify` itself; the segments join
 //!   the connection's outgoing run, then every queued CM call is forwarded.
 //! - **TCP input**: every datagram on the socket is decoded and given to
 //!   `handle_segment`; RTT samples (RFC 1323 timestamps), new-data ACKs,

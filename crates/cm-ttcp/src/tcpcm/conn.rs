@@ -1,12 +1,14 @@
 //! One TCP/CM connection of the sender loop: its socket, its outgoing
-//! run of segments, its [`TcpSender`] and CM flow, and its summary.
+//! run of segments, its [`TcpSender`] and CM flow, the CM calls it makes,
+//! and its summary.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use cm_core::FlowId;
-use cm_transport::{TcpSegment, TcpSender};
+use cm_transport::{CmCall, TcpSegment, TcpSender};
 use cm_udp::UdpIo;
+use libcm::{Cm, CmError};
 
 use crate::error::Result;
 use crate::outbox::{Run, Sent};
@@ -98,4 +100,36 @@ pub(crate) fn flush(c: &mut Conn) -> Result<()> {
         c.refused = true;
     }
     Ok(())
+}
+
+/// One of the connection's CM calls; an error the CM returns for the call
+/// is counted, a lost daemon or an I/O error ends the loop.
+pub(crate) fn call_cm(cm: &mut Cm, c: &mut Conn, call: CmCall) -> Result<()> {
+    let r = match call {
+        CmCall::Request => cm.request(c.flow),
+        // A request over the CM's limit goes as several (the CM adds
+        // them together); refused, the sender would wait for MTUs the CM
+        // never registered.
+        CmCall::RequestMtus(k) => {
+            let most = cm.max_request_mtus().max(1);
+            let mut left = k;
+            let mut r = Ok(());
+            while left > 0 && r.is_ok() {
+                let n = left.min(most);
+                r = cm.request_mtus(c.flow, n);
+                left -= n;
+            }
+            r
+        }
+        CmCall::Notify(n) => cm.notify(c.flow, n.get()),
+        CmCall::Update(fb) => cm.update(c.flow, fb),
+    };
+    match r {
+        Ok(()) => Ok(()),
+        Err(e @ (CmError::Disconnected | CmError::Io(_))) => Err(e.into()),
+        Err(_) => {
+            c.detail.cm_errors += 1;
+            Ok(())
+        }
+    }
 }

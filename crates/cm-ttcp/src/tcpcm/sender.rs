@@ -20,7 +20,7 @@ use crate::payload::Source;
 use crate::spec::{Observer, SendSpec};
 use crate::summary::{ProgressSample, Summary, TcpCmDetail};
 use crate::tcpcm::coalesce;
-use crate::tcpcm::conn::{Conn, flush, transmit};
+use crate::tcpcm::conn::{Conn, call_cm, flush, transmit};
 
 /// One transfer to run at `t0 + at`.
 pub(crate) struct Job {
@@ -264,8 +264,9 @@ impl Engine<'_, '_> {
             // RFC 1323 timestamps, passed to the CM with cm_update().
             timestamps: true,
             sack: spec.sack,
-            // A grant of up to one GSO run of segments (cm-udp), in the
-            // CM's MTUs.
+            // A grant of up to two GSO runs of segments (cm-udp), in the
+            // CM's MTUs: through a daemon, one request and one grant per
+            // two system calls of data.
             grant_mtus: GRANT_MTUS,
             grant_unit: cm_mtu,
             ..TcpConfig::default()
@@ -557,37 +558,5 @@ impl Engine<'_, '_> {
             let _ = self.cm.close(c.flow);
         }
         self.results.push((index, Err(e)));
-    }
-}
-
-/// One of the connection's CM calls; an error the CM returns for the call
-/// is counted, a lost daemon or an I/O error ends the loop.
-fn call_cm(cm: &mut Cm, c: &mut Conn, call: CmCall) -> Result<()> {
-    let r = match call {
-        CmCall::Request => cm.request(c.flow),
-        // A request over the CM's limit goes as several (the CM adds
-        // them together); refused, the sender would wait for MTUs the CM
-        // never registered.
-        CmCall::RequestMtus(k) => {
-            let most = cm.max_request_mtus().max(1);
-            let mut left = k;
-            let mut r = Ok(());
-            while left > 0 && r.is_ok() {
-                let n = left.min(most);
-                r = cm.request_mtus(c.flow, n);
-                left -= n;
-            }
-            r
-        }
-        CmCall::Notify(n) => cm.notify(c.flow, n.get()),
-        CmCall::Update(fb) => cm.update(c.flow, fb),
-    };
-    match r {
-        Ok(()) => Ok(()),
-        Err(e @ (CmError::Disconnected | CmError::Io(_))) => Err(e.into()),
-        Err(_) => {
-            c.detail.cm_errors += 1;
-            Ok(())
-        }
     }
 }
