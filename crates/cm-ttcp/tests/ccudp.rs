@@ -1,8 +1,11 @@
 //! CC-UDP transfers on loopback: the receiver CM answers the probes (no
 //! application acks), a receiver without one makes the sender run on
 //! CC-UDP's acks, a receiver that loses its CM state mid-transfer is
-//! resynchronised with, and a sender with nobody listening gives up.
+//! resynchronised with, a sender with nobody listening gives up, and a
+//! file's bytes (written in place into the CM's queue) arrive intact.
 #![allow(clippy::unwrap_used)]
+
+mod common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -112,15 +115,7 @@ fn a_file_crosses_loopback_intact_over_ccudp() {
     let dir = std::env::temp_dir().join(format!("cm-ttcp-ccudp-file-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let input = dir.join("in.bin");
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    let data: Vec<u8> = (0..1_500_001)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let data = common::noise(1_500_001, 0x2545_f491_4f6c_dd1d);
     std::fs::write(&input, &data).unwrap();
     let output = dir.join("out.bin");
     let opts = ReceiverOptions {

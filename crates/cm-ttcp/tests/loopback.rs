@@ -247,16 +247,7 @@ fn a_file_crosses_a_lossy_path_intact() {
     let dir = std::env::temp_dir().join(format!("cm-ttcp-file-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let input = dir.join("in.bin");
-    // Not zeros, not periodic: an xorshift stream.
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let data: Vec<u8> = (0..1_500_001)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let data = common::noise(1_500_001, 0x9e37_79b9_7f4a_7c15);
     std::fs::write(&input, &data).unwrap();
     for t in [Transport::TcpCm, Transport::linux("reno")] {
         let output = dir.join(format!("out-{t}.bin"));

@@ -1,5 +1,6 @@
 //! Shared by the loopback tests: a lossy UDP relay between a TCP/CM
-//! sender and its receiver.
+//! sender and its receiver, and file contents that are neither zeros nor
+//! periodic.
 #![allow(clippy::unwrap_used, dead_code)]
 
 use std::net::{SocketAddr, UdpSocket};
@@ -9,6 +10,20 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use cm_transport::{Datagram, TcpSegment};
+
+/// `n` bytes of an xorshift stream from `seed` (non-zero): contents a
+/// transfer cannot get right by accident (not zeros, not periodic).
+pub fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
 
 fn any() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
