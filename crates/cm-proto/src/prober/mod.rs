@@ -265,13 +265,10 @@ impl Prober {
         if self.state != PeerState::Negotiated {
             return None;
         }
-        let packets = match self.flows.get_mut(&flow) {
-            Some(f) => &mut f.packets,
-            None => &mut self.flows.entry(flow).or_default().packets,
-        };
+        let f = self.flows.entry(flow).or_default();
         let seq =
-            (u64::from(self.isn as u16) << PACKET_BITS) | (*packets & ((1 << PACKET_BITS) - 1));
-        *packets += 1;
+            (u64::from(self.isn as u16) << PACKET_BITS) | (f.packets & ((1 << PACKET_BITS) - 1));
+        f.packets += 1;
         Some((seq, self.epoch))
     }
 

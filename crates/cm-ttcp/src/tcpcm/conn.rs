@@ -107,20 +107,9 @@ pub(crate) fn flush(c: &mut Conn) -> Result<()> {
 pub(crate) fn call_cm(cm: &mut Cm, c: &mut Conn, call: CmCall) -> Result<()> {
     let r = match call {
         CmCall::Request => cm.request(c.flow),
-        // A request over the CM's limit goes as several (the CM adds
-        // them together); refused, the sender would wait for MTUs the CM
-        // never registered.
-        CmCall::RequestMtus(k) => {
-            let most = cm.max_request_mtus().max(1);
-            let mut left = k;
-            let mut r = Ok(());
-            while left > 0 && r.is_ok() {
-                let n = left.min(most);
-                r = cm.request_mtus(c.flow, n);
-                left -= n;
-            }
-            r
-        }
+        // Two GSO runs are over the CM's limit for one request: refused,
+        // the sender would wait for MTUs the CM never registered.
+        CmCall::RequestMtus(k) => cm.request_mtus_split(c.flow, k),
         CmCall::Notify(n) => cm.notify(c.flow, n.get()),
         CmCall::Update(fb) => cm.update(c.flow, fb),
     };

@@ -29,10 +29,8 @@ impl Cm {
         }
     }
 
-    /// The largest k of a k-MTU request ([`Cm::request_mtus`]) this CM
-    /// takes: a sender that wants more asks in several requests, which the
-    /// CM adds together.
-    pub fn max_request_mtus(&self) -> u32 {
+    /// The largest k of a k-MTU request this CM takes.
+    pub(super) fn request_limit(&self) -> u32 {
         match &self.backend {
             Backend::Embedded(e) => e.core.config().max_request_mtus,
             Backend::Daemon(_) => Config::default().max_request_mtus,

@@ -100,14 +100,8 @@ impl Cm {
     /// Ask the CM for the flow's queued datagrams that have no request
     /// yet: one k-MTU request (per at most `max_request_mtus` of them).
     pub(crate) fn request_queued(&mut self, flow: FlowId) -> Result<(), CmError> {
-        let mut k = self.queue_mut(flow)?.take_unrequested();
-        let most = self.max_request_mtus() as usize;
-        while k > 0 {
-            let n = k.min(most);
-            self.request_mtus(flow, u32::try_from(n).unwrap_or(1))?;
-            k -= n;
-        }
-        Ok(())
+        let k = self.queue_mut(flow)?.take_unrequested();
+        self.request_mtus_split(flow, u32::try_from(k).unwrap_or(u32::MAX))
     }
 
     /// Bytes queued on a buffered flow and not yet sent.

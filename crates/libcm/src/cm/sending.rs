@@ -33,6 +33,21 @@ impl Cm {
         Ok(())
     }
 
+    /// A request for `k` MTUs however many: as several k-MTU requests of
+    /// at most the CM's limit ([`Cm::request_mtus`] refuses more), which
+    /// the CM adds together. For senders whose run of data is larger than
+    /// one request may be (a queue of datagrams, two GSO runs of TCP/CM).
+    pub fn request_mtus_split(&mut self, flow: FlowId, k: u32) -> Result<(), CmError> {
+        let most = self.request_limit().max(1);
+        let mut left = k;
+        while left > 0 {
+            let n = left.min(most);
+            self.request_mtus(flow, n)?;
+            left -= n;
+        }
+        Ok(())
+    }
+
     /// `cm_notify(flow, nsent)`: `nsent` bytes were sent on the flow (0
     /// declines the oldest grant).
     pub fn notify(&mut self, flow: FlowId, nsent: u64) -> Result<(), CmError> {
