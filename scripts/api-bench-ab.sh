@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# A/B of the libcm API benchmark (crates/libcm/benches/api_overhead.rs)
+# A/B of the libcm API benchmark (crates/libcm/benches/api_overhead/)
 # between this working tree and another revision, at 1200 B.
 #
 #   scripts/api-bench-ab.sh REV [ROUNDS] [VARIANTS]
 #
 # REV is built in a temporary git worktree with *this* tree's benchmark
-# file copied in, so both sides measure the same way and only the code
+# files copied in, so both sides measure the same way and only the code
 # under test differs (REV's libcm must offer what the file calls). Then the
 # two binaries run alternately, ROUNDS times each (default 4), on VARIANTS
 # (CM_BENCH_ONLY syntax, default alf/shm,buffered/shm,alf-bulk/shm): every
@@ -36,9 +36,10 @@ bench_binary() { # $1: source tree, $2: target dir -> path of the bench binary
     case $path in /*) echo "$path" ;; *) echo "$1/$path" ;; esac
 }
 
-echo "building $rev (with this tree's benchmark file) ..." >&2
+echo "building $rev (with this tree's benchmark files) ..." >&2
 git -C "$root" worktree add -q --detach "$work/tree" "$rev"
-cp "$root/crates/libcm/benches/api_overhead.rs" "$work/tree/crates/libcm/benches/"
+rm -rf "$work/tree/crates/libcm/benches/api_overhead" "$work/tree/crates/libcm/benches/api_overhead.rs"
+cp -r "$root/crates/libcm/benches/api_overhead" "$work/tree/crates/libcm/benches/"
 old=$(bench_binary "$work/tree" "$work/target")
 echo "building this tree ..." >&2
 new=$(bench_binary "$root" "$root/target")

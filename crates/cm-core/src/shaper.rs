@@ -109,8 +109,11 @@ impl Shaper {
             return None;
         }
         let debt = -self.tokens;
-        let us = (debt + r - 1) / r;
-        let us = u64::try_from(us).unwrap_or(u64::MAX);
+        // In 64 bits when the debt fits (see `to_bytes`).
+        let us = match (u64::try_from(debt), u64::try_from(r)) {
+            (Ok(d), Ok(r)) => d.div_ceil(r),
+            _ => u64::try_from((debt + r - 1) / r).unwrap_or(u64::MAX),
+        };
         Some(self.last.saturating_add(Duration::from_micros(us)))
     }
 
@@ -126,9 +129,19 @@ impl Shaper {
     }
 }
 
-/// Whole bytes of a token count, saturating.
+/// Whole bytes of a token count (rounded toward zero), saturating. A
+/// count that fits in 64 bits, as every one does below 9 TB of credit, is
+/// divided in 64 bits: a 128-bit division is a library call, and this runs
+/// per grant (`cargo bench -p cm-daemon --bench calls`).
 fn to_bytes(tokens: i128) -> i64 {
-    i64::try_from(tokens / US_PER_SEC).unwrap_or(if tokens < 0 { i64::MIN } else { i64::MAX })
+    match i64::try_from(tokens) {
+        Ok(t) => t / 1_000_000,
+        Err(_) => i64::try_from(tokens / US_PER_SEC).unwrap_or(if tokens < 0 {
+            i64::MIN
+        } else {
+            i64::MAX
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -136,6 +149,49 @@ mod tests {
     use super::*;
 
     const MTU: Bytes = Bytes(1000);
+
+    #[test]
+    fn token_counts_become_bytes_as_in_128_bits_on_both_paths() {
+        let slow = |t: i128| {
+            i64::try_from(t / US_PER_SEC).unwrap_or(if t < 0 { i64::MIN } else { i64::MAX })
+        };
+        for t in [
+            0,
+            1,
+            -1,
+            999_999,
+            -999_999,
+            1_000_000,
+            -1_000_001,
+            i128::from(i64::MAX),
+            i128::from(i64::MIN),
+            i128::from(i64::MAX) + 1,
+            i128::from(i64::MIN) - 1,
+            i128::MAX,
+            i128::MIN,
+        ] {
+            assert_eq!(to_bytes(t), slow(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn the_release_time_rounds_up_on_both_paths() {
+        let mut s = Shaper::new(Instant::ZERO, Duration::ZERO);
+        s.consume(Bytes(1));
+        // 1 byte of debt at 3 B/s: 333,333.3 µs, rounded up.
+        let r = Some(Rate::from_bytes_per_sec(3));
+        assert_eq!(
+            s.next_release(Instant::ZERO, r),
+            Some(Instant::ZERO + Duration::from_micros(333_334))
+        );
+        // A debt beyond 64 bits takes the 128-bit path.
+        s.tokens = -(i128::from(u64::MAX) * 4);
+        let r = Some(Rate::from_bytes_per_sec(u64::MAX));
+        assert_eq!(
+            s.next_release(Instant::ZERO, r),
+            Some(Instant::ZERO + Duration::from_micros(4))
+        );
+    }
 
     #[test]
     fn paces_at_the_given_rate_after_a_small_burst() {

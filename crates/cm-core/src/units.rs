@@ -124,10 +124,13 @@ impl Rate {
 
     /// The rate scaled by `num / den` (`den` zero yields zero).
     pub fn scale(self, num: u64, den: u64) -> Rate {
-        if den == 0 {
-            return Rate(0);
+        match den {
+            0 => Rate(0),
+            // The same value, without a division (per grant: AIMD's pacing
+            // gain in slow start is 2/1).
+            1 => Rate(self.0.saturating_mul(num)),
+            _ => Rate(mul_div(self.0, num, den, false)),
         }
-        Rate(mul_div(self.0, num, den, false))
     }
 }
 
@@ -173,6 +176,19 @@ impl fmt::Display for Rate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scaling_by_a_whole_number_is_mul_div() {
+        for r in [0, 1, 12_345, u64::MAX / 2, u64::MAX / 2 + 1, u64::MAX] {
+            for n in [0, 1, 2, 7] {
+                assert_eq!(
+                    Rate(r).scale(n, 1),
+                    Rate(mul_div(r, n, 1, false)),
+                    "{r} x {n}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn mul_div_matches_128_bit_arithmetic_on_both_paths() {

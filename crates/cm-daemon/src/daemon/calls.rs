@@ -65,7 +65,7 @@ impl Daemon {
     }
 
     /// Apply one call from session `token`, at `now` (read once per frame).
-    fn handle(&mut self, now: cm_core::Instant, token: u64, m: ToDaemon) {
+    fn handle(&mut self, now: cm_core::Instant, token: u64, m: &ToDaemon) {
         let seq = m.seq().unwrap_or(0);
         let on_flow = m.flow();
         let flow_raw = on_flow.unwrap_or(0);
@@ -86,7 +86,7 @@ impl Daemon {
             return;
         }
         let (uid, client) = (s.uid, s.client);
-        let client = match (&m, client) {
+        let client = match (m, client) {
             (ToDaemon::Hello { version }, None) => {
                 let version = *version;
                 self.hello(now, token, version);
@@ -112,43 +112,45 @@ impl Daemon {
         let reply = match m {
             ToDaemon::Hello { .. } => Ok(None),
             // Flows and macroflows (flows.rs).
-            ToDaemon::Open { seq, src, dst } => self.open(now, token, client, uid, seq, src, dst),
-            ToDaemon::Close { .. } => self.close(now, token, flow),
-            ToDaemon::GetMacroflow { seq, .. } => self.get_macroflow(seq, flow),
-            ToDaemon::SetMacroflow { seq, target, .. } => {
-                self.set_macroflow(now, uid, seq, flow, target)
+            ToDaemon::Open { seq, src, dst } => {
+                self.open(now, token, client, uid, *seq, *src, *dst)
             }
-            ToDaemon::SetController { seq, spec, .. } => self.set_controller(now, seq, flow, &spec),
-            ToDaemon::SetCapacity { capacity, .. } => self.set_capacity(now, flow, capacity),
+            ToDaemon::Close { .. } => self.close(now, token, flow),
+            ToDaemon::GetMacroflow { seq, .. } => self.get_macroflow(*seq, flow),
+            ToDaemon::SetMacroflow { seq, target, .. } => {
+                self.set_macroflow(now, uid, *seq, flow, *target)
+            }
+            ToDaemon::SetController { seq, spec, .. } => self.set_controller(now, *seq, flow, spec),
+            ToDaemon::SetCapacity { capacity, .. } => self.set_capacity(now, flow, *capacity),
             ToDaemon::CapacitySample { sample, .. } => done(self.core.capacity_sample(
                 now,
                 flow,
-                Rate::from_bytes_per_sec(sample),
+                Rate::from_bytes_per_sec(*sample),
             )),
-            ToDaemon::SetFeedbackLag { lag, .. } => self.set_feedback_lag(now, flow, lag),
+            ToDaemon::SetFeedbackLag { lag, .. } => self.set_feedback_lag(now, flow, *lag),
             ToDaemon::SetPeer { peer, .. } => {
                 match peer {
-                    Some(p) => self.peers.insert(flow_raw, p),
+                    Some(p) => self.peers.insert(flow_raw, *p),
                     None => self.peers.remove(&flow_raw),
                 };
                 Ok(None)
             }
             // What the caller may see (stat.rs).
             ToDaemon::Stat { seq } => {
-                self.stat(token, uid, seq, None);
+                self.stat(token, uid, *seq, None);
                 Ok(None)
             }
             ToDaemon::QueryHost { seq, dst } => {
-                self.stat(token, uid, seq, Some(dst));
+                self.stat(token, uid, *seq, Some(*dst));
                 Ok(None)
             }
             // The connection (here and rings.rs).
-            ToDaemon::Ping { seq } => Ok(Some(ToClient::Pong { seq })),
+            ToDaemon::Ping { seq } => Ok(Some(ToClient::Pong { seq: *seq })),
             ToDaemon::Attach { seq } => {
-                self.attach(token, seq);
+                self.attach(token, *seq);
                 Ok(None)
             }
-            ToDaemon::SocketDoorbell { on } => self.socket_doorbell(token, on).map(|()| None),
+            ToDaemon::SocketDoorbell { on } => self.socket_doorbell(token, *on).map(|()| None),
             // Sending, feedback and queries on a flow (sending.rs).
             m => self.flow_call(now, flow, m),
         };

@@ -27,6 +27,12 @@ use crate::spin::Spin;
 const DUE_SOON_US: u64 = 20;
 /// Frames read from one client per loop turn (fairness between clients).
 const FRAMES_PER_TURN: usize = 64;
+/// While shared rings keep the loop busy, the epoll set (sockets, the
+/// timerfd, doorbells) is looked at at least this often (µs): the rings
+/// are read from memory every turn, and a turn right after one that read
+/// frames skips the system call (two of the three per hand-off with a
+/// client sharing the daemon's CPU, `api_overhead`'s `alf/shm`).
+const EPOLL_EVERY_US: u128 = 50;
 
 impl Daemon {
     /// Serve until stopped; removes the socket file on the way out.
@@ -42,6 +48,9 @@ impl Daemon {
             tv_nsec: 0,
         };
         let mut spin = Spin::new(std::time::Duration::from_micros(self.cfg.spin_us));
+        // The last turn read ring frames, and when epoll was last asked.
+        let mut rings_busy = false;
+        let mut epolled = std::time::Instant::now();
         if self.cfg.follow_client_cpu && self.cfg.shared_memory {
             self.follow = crate::follow::Follow::new();
         }
@@ -52,13 +61,16 @@ impl Daemon {
             // ring, see `rings.rs`).
             let block = !self.due_soon && !spin.spinning() && self.arm_rings();
             let timeout = if block { &max_wait } else { &no_wait };
-            match epoll::wait(
-                &self.epoll,
-                rustix::buffer::spare_capacity(&mut events),
-                Some(timeout),
-            ) {
-                Ok(_) | Err(Errno::INTR) => {}
-                Err(e) => return Err(e.into()),
+            if block || !rings_busy || epolled.elapsed().as_micros() >= EPOLL_EVERY_US {
+                match epoll::wait(
+                    &self.epoll,
+                    rustix::buffer::spare_capacity(&mut events),
+                    Some(timeout),
+                ) {
+                    Ok(_) | Err(Errno::INTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                epolled = std::time::Instant::now();
             }
             if block {
                 self.disarm_rings();
@@ -102,7 +114,8 @@ impl Daemon {
                 }
             }
             // Shared rings are read by looking, doorbell or not.
-            work |= self.read_rings();
+            rings_busy = self.read_rings();
+            work |= rings_busy;
             self.follow_busiest(!block);
             spin.observe(work);
             self.turn();

@@ -126,6 +126,16 @@ impl Harness {
         Ok(out)
     }
 
+    /// Drop what is queued for session `token`, undecoded; returns its
+    /// frames' total length (for benchmarks: the daemon's encoding is
+    /// measured, the client's decoding is not).
+    pub fn discard_output(&mut self, token: u64) -> usize {
+        self.daemon
+            .sessions
+            .get_mut(&token)
+            .map_or(0, |s| s.take_frames().iter().map(Vec::len).sum())
+    }
+
     /// Session `token` hangs up at `now`; its flows are reclaimed.
     pub fn disconnect(&mut self, token: u64, now: Instant) {
         self.daemon.drop_session_at(token, "harness", now);

@@ -11,9 +11,9 @@ use super::calls::{Reply, answer, done};
 
 impl Daemon {
     /// Apply a call on `flow` of the sending, feedback and query group.
-    pub(super) fn flow_call(&mut self, now: cm_core::Instant, flow: FlowId, m: ToDaemon) -> Reply {
+    pub(super) fn flow_call(&mut self, now: cm_core::Instant, flow: FlowId, m: &ToDaemon) -> Reply {
         let core = &mut self.core;
-        match m {
+        match *m {
             ToDaemon::Request { k, .. } => done(core.request_mtus(now, flow, k)),
             ToDaemon::Notify { nsent, .. } => done(core.notify(now, flow, Bytes(nsent))),
             ToDaemon::Update {

@@ -33,3 +33,21 @@ pub fn cpu_idle() -> Vec<StdDuration> {
         })
         .collect()
 }
+
+/// Each thread's time on a CPU and time runnable but waiting for one
+/// (`/proc/self/task/*/schedstat`, nanoseconds), by thread id.
+pub fn thread_sched() -> std::collections::HashMap<u64, (StdDuration, StdDuration)> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Default::default();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let tid = e.file_name().to_string_lossy().parse::<u64>().ok()?;
+            let s = std::fs::read_to_string(e.path().join("schedstat")).ok()?;
+            let mut f = s.split_whitespace().map(|x| x.parse::<u64>().unwrap_or(0));
+            let run = StdDuration::from_nanos(f.next()?);
+            let wait = StdDuration::from_nanos(f.next()?);
+            Some((tid, (run, wait)))
+        })
+        .collect()
+}

@@ -83,7 +83,7 @@ use std::time::Duration as StdDuration;
 use cm_report::stats::median;
 use libcm::{Cm, Config};
 
-use cpu::{cpu_idle, thread_cpu};
+use cpu::{cpu_idle, thread_cpu, thread_sched};
 use placement::{LOST, diag, pin_to, watchdog};
 use raw::{run_raw, run_tcp};
 use variants::{Api, Variant, run_cm};
@@ -178,8 +178,8 @@ fn main() {
     // One run of variant `i` (0: raw UDP; `variants.len()`: kernel TCP).
     let run = |i: usize, size: usize| -> StdDuration {
         let cpu0 = cm_clock::process_cpu();
-        let (idle0, threads0) = if debug {
-            (cpu_idle(), thread_cpu())
+        let (idle0, threads0, sched0) = if debug {
+            (cpu_idle(), thread_cpu(), thread_sched())
         } else {
             Default::default()
         };
@@ -229,6 +229,23 @@ fn main() {
                 eprint!(" {tid}: {:.2} ({sw})", c.as_secs_f64() * 1e6 / n as f64);
             }
             eprintln!(" exited: {:.2}", rest.as_secs_f64() * 1e6 / n as f64);
+            // Nanosecond run and run-queue wait times of the threads that
+            // ran (schedstat): who held a CPU, and who waited for one.
+            let mut per: Vec<(u64, f64, f64)> = thread_sched()
+                .into_iter()
+                .map(|(tid, (r, w))| {
+                    let (r0, w0) = sched0.get(&tid).copied().unwrap_or_default();
+                    let us = |d: StdDuration| d.as_secs_f64() * 1e6 / n as f64;
+                    (tid, us(r.saturating_sub(r0)), us(w.saturating_sub(w0)))
+                })
+                .filter(|&(_, r, _)| r > 0.01)
+                .collect();
+            per.sort_by(|a, b| b.1.total_cmp(&a.1));
+            eprint!("    µs/packet on CPU (waiting for one) by thread:");
+            for (tid, r, w) in per {
+                eprint!(" {tid}: {r:.3} ({w:.3})");
+            }
+            eprintln!();
             let idle: Vec<String> = cpu_idle()
                 .iter()
                 .zip(&idle0)

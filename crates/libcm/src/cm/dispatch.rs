@@ -189,6 +189,13 @@ impl Cm {
                 if d.flush().is_err() || d.spin_for_answer().is_err() {
                     return Some(std::time::Duration::ZERO);
                 }
+                // The answer came: the application dispatches next, not
+                // sleeps, so the doorbell is left alone (silencing it, and
+                // ringing it for the events already read and reading that
+                // ring back, were three system calls per answer).
+                if d.has_inbox() {
+                    return Some(std::time::Duration::ZERO);
+                }
                 // With rings: look (memory only), then silence and arm the
                 // doorbell the application will sleep on.
                 if d.has_rings() && (d.drain().is_err() || d.prepare_poll().is_err()) {
