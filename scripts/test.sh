@@ -66,6 +66,9 @@ cargo bench -p cm-core --bench cycle --locked -- --quick
 step "benchmark (quick): simulator events per second"
 CM_SIM_BENCH_SECS=10 cargo bench -p cm-sim --bench events --locked
 
+step "benchmark: the daemon's cost per ALF packet against the core's (frames in, grants out)"
+cargo bench -p cm-daemon --bench calls --locked
+
 step "benchmark (quick): API overhead vs raw UDP on loopback (cm-implementation-linux Fig 6)"
 CM_BENCH_QUICK=1 cargo bench -p libcm --bench api_overhead --locked
 

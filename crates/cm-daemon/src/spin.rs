@@ -36,19 +36,22 @@ impl Spin {
         }
     }
 
-    /// Whether the next wait should be a non-blocking poll.
-    pub(crate) fn spinning(&self) -> bool {
-        self.last_active.is_some_and(|t| t.elapsed() < self.budget)
+    /// Whether the next wait should be a non-blocking poll, at `now` (the
+    /// loop reads the clock once per turn and passes it around).
+    pub(crate) fn spinning(&self, now: Instant) -> bool {
+        self.last_active
+            .is_some_and(|t| now.saturating_duration_since(t) < self.budget)
     }
 
-    /// Record what the last wait found. An empty poll while spinning gives
-    /// the CPU to any other runnable thread before the next one.
-    pub(crate) fn observe(&mut self, found_work: bool) {
+    /// Record what the last wait found, at `now`. An empty poll while
+    /// spinning gives the CPU to any other runnable thread before the next
+    /// one.
+    pub(crate) fn observe(&mut self, found_work: bool, now: Instant) {
         if found_work {
             if !self.budget.is_zero() {
-                self.last_active = Some(Instant::now());
+                self.last_active = Some(now);
             }
-        } else if self.spinning() {
+        } else if self.spinning(now) {
             std::thread::yield_now();
         } else {
             self.last_active = None;
@@ -63,21 +66,23 @@ mod tests {
     #[test]
     fn zero_budget_never_spins() {
         let mut s = Spin::new(Duration::ZERO);
-        s.observe(true);
-        assert!(!s.spinning());
+        let t = Instant::now();
+        s.observe(true, t);
+        assert!(!s.spinning(t));
     }
 
     #[test]
     fn spins_after_work_then_blocks() {
         let mut s = Spin::new(Duration::from_millis(20));
-        assert!(!s.spinning(), "an idle loop blocks from the start");
-        s.observe(true);
-        assert!(s.spinning());
-        std::thread::sleep(Duration::from_millis(30));
-        assert!(!s.spinning(), "the spin is bounded");
-        s.observe(false);
-        assert!(!s.spinning());
-        s.observe(true);
-        assert!(s.spinning(), "new work starts a new spin");
+        let t0 = Instant::now();
+        assert!(!s.spinning(t0), "an idle loop blocks from the start");
+        s.observe(true, t0);
+        assert!(s.spinning(t0 + Duration::from_millis(19)));
+        let later = t0 + Duration::from_millis(30);
+        assert!(!s.spinning(later), "the spin is bounded");
+        s.observe(false, later);
+        assert!(!s.spinning(later));
+        s.observe(true, later);
+        assert!(s.spinning(later), "new work starts a new spin");
     }
 }

@@ -58,6 +58,21 @@ fn frames_arrive_in_order_across_many_wraps() {
 /// so its memory stays a few pages however much passes through it (the
 /// region is a memfd: its allocated blocks are the pages ever touched).
 #[test]
+fn every_length_arrives_byte_exact() {
+    // Whole words and every tail length, each byte distinct from its
+    // neighbours, so a word copied short, long or shifted shows.
+    let (mut d, mut c) = pair(MIN_RING_BYTES);
+    let mut out = Vec::new();
+    for len in 0..=41usize {
+        let f: Vec<u8> = (0..len).map(|k| (k * 31 + len * 7 + 1) as u8).collect();
+        assert!(c.push(&f).unwrap());
+        assert!(d.pop(&mut out).unwrap());
+        assert_eq!(out, f, "length {len}");
+    }
+    assert!(!d.pop(&mut out).unwrap());
+}
+
+#[test]
 fn an_emptied_ring_reuses_its_first_pages() {
     let (mut d, mut c) = pair(MIN_RING_BYTES);
     let mut out = Vec::new();

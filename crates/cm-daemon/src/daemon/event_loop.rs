@@ -51,6 +51,11 @@ impl Daemon {
         // The last turn read ring frames, and when epoll was last asked.
         let mut rings_busy = false;
         let mut epolled = std::time::Instant::now();
+        // The clock, read once per turn right after the wait and passed
+        // to everything the turn does (in a busy VM a clock reading costs
+        // far more than its 25 ns on a quiet one: eight per turn were 16%
+        // of the daemon's CPU under `api_overhead`'s `alf/shm` there).
+        let mut t = epolled;
         if self.cfg.follow_client_cpu && self.cfg.shared_memory {
             self.follow = crate::follow::Follow::new();
         }
@@ -59,9 +64,11 @@ impl Daemon {
             // Block only when not spinning, no core deadline is near and no
             // shared ring holds a frame (checked after asking its client to
             // ring, see `rings.rs`).
-            let block = !self.due_soon && !spin.spinning() && self.arm_rings();
+            let block = !self.due_soon && !spin.spinning(t) && self.arm_rings();
             let timeout = if block { &max_wait } else { &no_wait };
-            if block || !rings_busy || epolled.elapsed().as_micros() >= EPOLL_EVERY_US {
+            let since = t.saturating_duration_since(epolled).as_micros();
+            let polled = block || !rings_busy || since >= EPOLL_EVERY_US;
+            if polled {
                 match epoll::wait(
                     &self.epoll,
                     rustix::buffer::spare_capacity(&mut events),
@@ -70,7 +77,11 @@ impl Daemon {
                     Ok(_) | Err(Errno::INTR) => {}
                     Err(e) => return Err(e.into()),
                 }
-                epolled = std::time::Instant::now();
+            }
+            t = std::time::Instant::now();
+            let now = cm_clock::from_std(t);
+            if polled {
+                epolled = t;
             }
             if block {
                 self.disarm_rings();
@@ -106,7 +117,6 @@ impl Daemon {
                             && self.sessions.contains_key(&t)
                         {
                             // Read what is left first (done above), then drop.
-                            let now = cm_clock::now();
                             self.read_ring(t, now);
                             self.drop_session(t, "hangup");
                         }
@@ -114,11 +124,11 @@ impl Daemon {
                 }
             }
             // Shared rings are read by looking, doorbell or not.
-            rings_busy = self.read_rings();
+            rings_busy = self.read_rings(now);
             work |= rings_busy;
-            self.follow_busiest(!block);
-            spin.observe(work);
-            self.turn();
+            self.follow_busiest(!block, t);
+            spin.observe(work, t);
+            self.turn(t, now);
         }
         // Leave the thread's CPU affinity as it was found.
         if let Some(f) = self.follow.take() {
@@ -133,10 +143,10 @@ impl Daemon {
         Ok(())
     }
 
-    /// Timers, events to clients, output, timer re-arm.
-    fn turn(&mut self) {
-        self.check_memory();
-        let now = cm_clock::now();
+    /// Timers, events to clients, output, timer re-arm, at the turn's
+    /// time (`t`, and `now` as the core's instant).
+    fn turn(&mut self, t: std::time::Instant, now: Instant) {
+        self.check_memory(t);
         if self.core.poll_timeout().is_some_and(|t| t <= now) {
             self.core.handle_timeout(now);
         }
@@ -172,7 +182,7 @@ impl Daemon {
         for t in dead {
             self.drop_session(t, "not reading its socket");
         }
-        self.rearm();
+        self.rearm(now);
     }
 
     /// Hand the core's events to the clients owning their flows.
@@ -231,9 +241,9 @@ impl Daemon {
     /// hypervisor, ~10 µs) and a sub-tick timer cannot fire sooner anyway;
     /// under a stream of such deadlines (a pacing shaper in debt, aging
     /// steps of a microsecond-RTT path) re-arming took half the daemon's CPU.
-    fn rearm(&mut self) {
+    fn rearm(&mut self, now: Instant) {
         let want = self.core.poll_timeout();
-        let soon = Instant::from_micros(cm_clock::now().as_micros().saturating_add(DUE_SOON_US));
+        let soon = Instant::from_micros(now.as_micros().saturating_add(DUE_SOON_US));
         self.due_soon = want.is_some_and(|t| t <= soon);
         if self.due_soon {
             return;

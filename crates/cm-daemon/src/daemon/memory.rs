@@ -36,11 +36,11 @@ impl Budget {
 impl Daemon {
     /// Once a second: read the resident set size and compare it with the
     /// budget; say so in the log when it crosses.
-    pub(super) fn check_memory(&mut self) {
-        if self.budget.checked.elapsed() < EVERY {
+    pub(super) fn check_memory(&mut self, now: Instant) {
+        if now.saturating_duration_since(self.budget.checked) < EVERY {
             return;
         }
-        self.budget.checked = Instant::now();
+        self.budget.checked = now;
         let Some(rss) = resident_bytes() else {
             return;
         };

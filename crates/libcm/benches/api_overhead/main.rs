@@ -66,9 +66,12 @@
 //! the clients' (0: block at once); `CM_BENCH_NO_FOLLOW=1`
 //! keeps the daemon where the kernel puts it (`follow_client_cpu = false`);
 //! `CM_BENCH_DEBUG=1`
-//! prints, per run, the window, RTT and IPC counters and each thread's CPU
+//! prints, per run, the window, RTT and IPC counters, each thread's CPU
 //! per packet and context switches (the sender is the main thread, the
-//! daemon the other long-lived one, the receiver has exited: "exited").
+//! daemon the other long-lived one, the receiver has exited: "exited"),
+//! and, to the nanosecond (schedstat), each live thread's time on a CPU
+//! and time runnable but waiting for one: with the daemon on the sender's
+//! CPU, the sender's wait is the daemon's run.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
