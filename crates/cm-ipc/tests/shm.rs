@@ -54,9 +54,6 @@ fn frames_arrive_in_order_across_many_wraps() {
     assert!(!d.pending());
 }
 
-/// A ring that the consumer keeps emptying starts again from its beginning,
-/// so its memory stays a few pages however much passes through it (the
-/// region is a memfd: its allocated blocks are the pages ever touched).
 #[test]
 fn every_length_arrives_byte_exact() {
     // Whole words and every tail length, each byte distinct from its
@@ -72,6 +69,9 @@ fn every_length_arrives_byte_exact() {
     assert!(!d.pop(&mut out).unwrap());
 }
 
+/// A ring that the consumer keeps emptying starts again from its beginning,
+/// so its memory stays a few pages however much passes through it (the
+/// region is a memfd: its allocated blocks are the pages ever touched).
 #[test]
 fn an_emptied_ring_reuses_its_first_pages() {
     let (mut d, mut c) = pair(MIN_RING_BYTES);

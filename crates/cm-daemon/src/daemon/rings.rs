@@ -131,9 +131,9 @@ impl Daemon {
             self.ring_tokens = tokens;
             return false;
         }
-        // The turn's one clock reading for all its frames: they all arrived
-        // by then, and reading the clock per frame was 6% of the daemon's
-        // CPU under the API benchmark (two frames per packet).
+        // The turn's one clock reading, taken after its wait, for all its
+        // frames: reading the clock per frame was 6% of the daemon's CPU
+        // under the API benchmark (two frames per packet).
         let mut got = false;
         for &t in &tokens {
             got |= self.read_ring(t, now);
