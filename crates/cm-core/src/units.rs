@@ -124,20 +124,19 @@ impl Rate {
 
     /// The rate scaled by `num / den` (`den` zero yields zero).
     pub fn scale(self, num: u64, den: u64) -> Rate {
-        match den {
-            0 => Rate(0),
-            // The same value, without a division (per grant: AIMD's pacing
-            // gain in slow start is 2/1).
-            1 => Rate(self.0.saturating_mul(num)),
-            _ => Rate(mul_div(self.0, num, den, false)),
+        if den == 0 {
+            return Rate(0);
         }
+        Rate(mul_div(self.0, num, den, false))
     }
 }
 
 /// `a * b / d`, rounded down (or up with `ceil`), saturating at
 /// `u64::MAX`; `d` must not be zero. Exact: in 64 bits when the product
 /// fits (a 128-bit division is a library call costing several times more,
-/// and these run per grant and per acknowledgement), else in 128 bits.
+/// and these run per grant and per acknowledgement), else in 128 bits; by
+/// a divisor of 1 without dividing (AIMD's pacing gain in slow start is
+/// 2/1, scaled per grant).
 ///
 /// ```
 /// use cm_core::units::mul_div;
@@ -145,6 +144,9 @@ impl Rate {
 /// assert_eq!(mul_div(u64::MAX, 2, 1, false), u64::MAX);
 /// ```
 pub fn mul_div(a: u64, b: u64, d: u64, ceil: bool) -> u64 {
+    if d == 1 {
+        return a.saturating_mul(b);
+    }
     match a.checked_mul(b) {
         Some(p) if ceil => p.div_ceil(d),
         Some(p) => p / d,
@@ -178,14 +180,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn scaling_by_a_whole_number_is_mul_div() {
+    fn scaling_by_a_whole_number_is_the_saturated_product() {
         for r in [0, 1, 12_345, u64::MAX / 2, u64::MAX / 2 + 1, u64::MAX] {
             for n in [0, 1, 2, 7] {
-                assert_eq!(
-                    Rate(r).scale(n, 1),
-                    Rate(mul_div(r, n, 1, false)),
-                    "{r} x {n}"
-                );
+                let exact = u128::from(r) * u128::from(n);
+                let want = u64::try_from(exact).unwrap_or(u64::MAX);
+                assert_eq!(Rate(r).scale(n, 1), Rate(want), "{r} x {n}");
+                assert_eq!(mul_div(r, n, 1, true), want, "{r} x {n}, rounded up");
             }
         }
     }

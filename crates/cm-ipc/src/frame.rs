@@ -127,13 +127,13 @@ pub fn decode_frame_each<M: Message>(
     bytes: &[u8],
     mut f: impl FnMut(&M),
 ) -> Result<(), DecodeError> {
-    each_body(bytes, |tag, body| match &M::decode_body(tag, body) {
+    each_body(bytes, |tag, body| match M::decode_body(tag, body) {
         // Borrowed in place: `?` would move the message out first.
-        Ok(m) => {
+        Ok(ref m) => {
             f(m);
             Ok(())
         }
-        Err(e) => Err(e.clone()),
+        Err(e) => Err(e),
     })
 }
 
