@@ -38,6 +38,45 @@ fn both_apis_reach_the_top_layer_on_loopback() {
     }
 }
 
+/// The ALF server sends a stored stream as fast as the CM grants (§4,
+/// Fig 8): on loopback a 3 s stream is sent in well under 3 s, and the
+/// client still plays every frame at its time. A live source (`ahead` 0)
+/// takes the stream's length.
+#[test]
+fn alf_sends_ahead_and_the_client_plays_every_frame_at_its_time() {
+    for (ahead, sent_by) in [
+        (None, Duration::from_millis(1500)),
+        (Some(Duration::ZERO), Duration::from_secs(8)),
+    ] {
+        let (to, h) = common::stream_client();
+        let cm = cm();
+        let started = Instant::now();
+        let mut s =
+            StreamServer::connect(&cm, to, Layers::default(), Api::Alf, Duration::from_secs(3))
+                .unwrap();
+        s.send_ahead(ahead);
+        common::drive(&mut s, &cm);
+        let took = started.elapsed();
+        let c = h.join().unwrap();
+        let played_by = started.elapsed();
+        assert!(took < sent_by, "{ahead:?}: sent in {took:?}");
+        if ahead.is_some() {
+            assert!(
+                took >= Duration::from_millis(2900),
+                "live, sent in {took:?}"
+            );
+        }
+        // The client plays the last frame at its time, 3 s plus its
+        // startup buffer after the first, however early it came.
+        assert!(
+            played_by >= Duration::from_secs(3),
+            "{ahead:?}: {played_by:?}"
+        );
+        assert!(c.played >= 74, "{ahead:?} {c:?}");
+        assert_eq!(c.frozen, 0, "{ahead:?} {c:?}");
+    }
+}
+
 #[test]
 fn garbage_is_counted_and_the_stream_still_plays() {
     let (to, h) = common::stream_client();

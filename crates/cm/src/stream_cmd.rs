@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
@@ -21,7 +22,9 @@ use crate::proxy_cmd::{Common, positive, relay};
   on A:  cm stream serve --to B:5020 --api alf --secs 60
 The source has 4 cumulative layers (0.25, 0.5, 1 and 1.75 Mbit/s) at 25
 frames/s. --api alf asks cm_query at each grant and sends the next packet of
-the current frame at the layer that rate carries; --api rate chooses the
+the current frame at the layer that rate carries, each frame at its time
+(--ahead S sends up to S seconds ahead as fast as the CM grants, and the
+client buffers them; --ahead all has no bound); --api rate chooses the
 layer at each rate callback (cm_thresh at 3/4 and 4/3) and sends whole
 frames on its own clock into a 64 KiB buffer. The client plays after a
 startup buffer and prints, per --every seconds, frames played, frozen
@@ -61,6 +64,12 @@ struct ServeArgs {
     /// How long to stream, seconds.
     #[arg(long, default_value_t = 30.0)]
     secs: f64,
+    /// With --api alf: send frames up to this many seconds ahead of their
+    /// time, as fast as the CM grants (a stored stream; the client buffers
+    /// them), or "all" for no bound (the paper's Fig 8 server). 0 is a
+    /// live source.
+    #[arg(long, default_value = "0", conflicts_with = "nack")]
+    ahead: String,
     /// NACK-based scalable video instead of the 4-layer source.
     #[arg(long)]
     nack: bool,
@@ -127,9 +136,23 @@ pub fn run(a: &StreamArgs) -> anyhow::Result<()> {
             let Some(duration) = positive("secs", Some(s.secs))? else {
                 bail!("--secs is required")
             };
+            let ahead = match s.ahead.as_str() {
+                "all" => None,
+                a => match a.parse().map(Duration::try_from_secs_f64) {
+                    Ok(Ok(d)) => Some(d),
+                    _ => bail!("--ahead {a:?}: give seconds (0 or more) or \"all\""),
+                },
+            };
             let mut sv = StreamServer::connect(&cm, s.to, Layers::default(), s.api, duration)?;
+            sv.send_ahead(ahead);
+            let pace = match (s.api, ahead) {
+                (Api::Rate, _) => "frames on its own clock".to_string(),
+                (Api::Alf, None) => "as fast as the CM grants".to_string(),
+                (Api::Alf, Some(Duration::ZERO)) => "each frame at its time".to_string(),
+                (Api::Alf, Some(a)) => format!("up to {} s ahead", a.as_secs_f64()),
+            };
             eprintln!(
-                "cm stream serve: {:?} to {} for {} s (layers 0.25/0.5/1/1.75 Mbit/s, 25 frames/s)",
+                "cm stream serve: {:?} to {} for {} s, {pace} (layers 0.25/0.5/1/1.75 Mbit/s, 25 frames/s)",
                 s.api, s.to, s.secs
             );
             let common = Common {

@@ -248,9 +248,13 @@ impl Relay for StreamClient {
         self.socket.fd().into_iter().collect()
     }
 
-    /// Nothing arrived for [`ClientConfig::idle`].
+    /// Nothing arrived for [`ClientConfig::idle`], and every frame that
+    /// arrived has been played (a server that sent ahead has stopped
+    /// sending long before its last frames are due).
     fn finished(&self) -> bool {
-        self.last_packet
-            .is_some_and(|t| t.elapsed() >= self.cfg.idle)
+        self.next_play > self.highest
+            && self
+                .last_packet
+                .is_some_and(|t| t.elapsed() >= self.cfg.idle)
     }
 }

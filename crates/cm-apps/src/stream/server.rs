@@ -79,6 +79,9 @@ pub struct StreamServer {
     mode: Mode,
     report: ServerReport,
     piece_bytes: usize,
+    /// How far ahead of its time the ALF server may send a frame (`None`:
+    /// as far ahead as the CM lets it).
+    ahead: Option<Duration>,
 }
 
 /// The pieces of `frame` at layers `from..=to`.
@@ -169,7 +172,30 @@ impl StreamServer {
             mode,
             report: ServerReport::default(),
             piece_bytes: max_payload.saturating_sub(PACKET_HEADER).max(1),
+            ahead: Some(Duration::ZERO),
         })
+    }
+
+    /// How far ahead of its time the ALF server may send a frame.
+    ///
+    /// By default (`Some(Duration::ZERO)`) it sends each frame at its
+    /// time, as a live source must. `None` sends "as rapidly as possible
+    /// to allow its client to buffer more data" (cm-implementation-linux
+    /// §4, Fig 8): a stored stream at the rate the CM grants, each packet
+    /// at the layer that rate carries. `Some(d)` bounds what the client
+    /// buffers to `d` of frames. The rate server is self-clocked and
+    /// ignores it.
+    pub fn send_ahead(&mut self, ahead: Option<Duration>) {
+        self.ahead = ahead;
+    }
+
+    /// The last frame the ALF server may send now.
+    fn sendable(&self) -> u32 {
+        let due = self.due();
+        match self.ahead {
+            None => u32::MAX,
+            Some(d) => due.saturating_add((d.as_secs_f64() * self.layers.fps) as u32),
+        }
     }
 
     /// What it has done so far.
@@ -195,7 +221,7 @@ impl StreamServer {
     }
 
     fn step_alf(&mut self) -> Result<(), ProxyError> {
-        let (due, last) = (self.due(), self.last_frame());
+        let (due, sendable, last) = (self.due(), self.sendable(), self.last_frame());
         let Mode::Alf {
             ch,
             frame,
@@ -238,13 +264,13 @@ impl StreamServer {
                     report.skipped += u64::from(due - *frame);
                     *frame = due;
                 }
-                if *frame > due || *frame > last {
+                if *frame > sendable || *frame > last {
                     return None;
                 }
                 *pending = pieces(layers, *frame, 0, layers.len() - 1, piece_bytes).into();
             }
         })?;
-        let work = !pending.is_empty() || (*frame <= due && *frame <= last);
+        let work = !pending.is_empty() || (*frame <= sendable && *frame <= last);
         if work {
             ch.request(&mut cm)?;
         }
@@ -303,12 +329,13 @@ impl StreamServer {
     }
 
     fn until_next_frame(&self) -> Duration {
-        let next = match &self.mode {
-            Mode::Alf { frame, .. } => *frame,
-            Mode::Rate { next_frame, .. } => *next_frame,
+        let (next, ahead) = match &self.mode {
+            Mode::Alf { frame, .. } => (*frame, self.ahead.unwrap_or(Duration::MAX)),
+            Mode::Rate { next_frame, .. } => (*next_frame, Duration::ZERO),
         };
         let at = Duration::from_secs_f64(f64::from(next) / self.layers.fps);
-        at.saturating_sub(self.start.elapsed())
+        at.saturating_sub(ahead)
+            .saturating_sub(self.start.elapsed())
     }
 }
 
