@@ -38,7 +38,14 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     let rig = Rig::build(t1_path(), HostOptions::sack(true))?;
     let mut runs = Vec::new();
     for n in ns {
-        runs.push(run_one(&rig, Scheme::Aimd, n, warm, measure)?);
+        runs.push(run_one(
+            &rig,
+            Scheme::Aimd,
+            Scheme::Aimd.paper_param(),
+            n,
+            warm,
+            measure,
+        )?);
         bar.tick();
         std::thread::sleep(std::time::Duration::from_secs(1));
     }

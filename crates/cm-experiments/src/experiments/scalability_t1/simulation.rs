@@ -62,7 +62,7 @@ impl Scheme {
 
     /// The range the calibration searches, and whether loss grows with
     /// the parameter.
-    fn param_range(self) -> (f64, f64, bool) {
+    pub fn param_range(self) -> (f64, f64, bool) {
         match self {
             Scheme::Aimd => (500.0, 100_000.0, true),
             Scheme::Iiad => (5_000.0, 500_000.0, true),
@@ -110,31 +110,72 @@ impl Scheme {
 /// the two-flow loss it gave; when the band cannot be reached within the
 /// parameter's range, the end of the range closest to it.
 pub fn calibrate(scheme: Scheme, base: &T1Params, steps: u32) -> Result<(f64, f64), AlfError> {
-    let (mut lo, mut hi, grows) = scheme.param_range();
-    let mut best = (scheme.paper_param(), f64::NAN);
-    for _ in 0..steps {
-        let mid = (lo * hi).sqrt();
+    let two_flows = |param: f64| {
         let p = T1Params {
             scheme,
             n: 2,
-            param: Some(mid),
+            param: Some(param),
             ..base.clone()
         };
-        let loss = run(&p)?.loss;
-        let dist = |l: f64| (l.max(1e-6).ln() - 0.0045f64.ln()).abs();
-        if best.1.is_nan() || dist(loss) < dist(best.1) {
-            best = (mid, loss);
+        run(&p).map(|r| r.loss)
+    };
+    let c = calibrate_with(scheme, None, steps, two_flows)?;
+    Ok((c.param, c.loss))
+}
+
+/// The two-flow loss band of the paper's rule (iscc §VI-C).
+pub const CALIBRATION_BAND: (f64, f64) = (0.003, 0.006);
+
+/// What [`calibrate_with`] found, and every trial on the way.
+#[derive(Clone, Debug, Serialize)]
+pub struct Calibration {
+    /// The parameter chosen.
+    pub param: f64,
+    /// Its two-flow loss.
+    pub loss: f64,
+    /// Every `(parameter, two-flow loss)` tried, in order.
+    pub trials: Vec<(f64, f64)>,
+}
+
+/// The bisection of [`calibrate`] over any network: `two_flow_loss(param)`
+/// runs two flows of `scheme` with `param` and returns their loss (the
+/// simulator's, or a real path's). `first`, if given, is tried before the
+/// bisection's first midpoint (the paper's own parameter, which may
+/// already be in the band); its result narrows the range like any trial.
+pub fn calibrate_with<E>(
+    scheme: Scheme,
+    first: Option<f64>,
+    steps: u32,
+    mut two_flow_loss: impl FnMut(f64) -> Result<f64, E>,
+) -> Result<Calibration, E> {
+    let (mut lo, mut hi, grows) = scheme.param_range();
+    let (band_lo, band_hi) = CALIBRATION_BAND;
+    let target = (band_lo + band_hi) / 2.0;
+    let dist = |l: f64| (l.max(1e-6).ln() - target.ln()).abs();
+    let mut c = Calibration {
+        param: scheme.paper_param(),
+        loss: f64::NAN,
+        trials: Vec::new(),
+    };
+    let mut next = first.filter(|f| (lo..=hi).contains(f));
+    for _ in 0..steps {
+        let mid = next.take().unwrap_or((lo * hi).sqrt());
+        let loss = two_flow_loss(mid)?;
+        c.trials.push((mid, loss));
+        if c.loss.is_nan() || dist(loss) < dist(c.loss) {
+            (c.param, c.loss) = (mid, loss);
         }
-        if (0.003..=0.006).contains(&loss) {
-            return Ok((mid, loss));
+        if (band_lo..=band_hi).contains(&loss) {
+            (c.param, c.loss) = (mid, loss);
+            return Ok(c);
         }
-        if (loss > 0.006) == grows {
+        if (loss > band_hi) == grows {
             hi = mid;
         } else {
             lo = mid;
         }
     }
-    Ok(best)
+    Ok(c)
 }
 
 /// Parameters of one run.
@@ -294,4 +335,59 @@ pub fn run(p: &T1Params) -> Result<T1Run, AlfError> {
         samples_bps,
         estimates_bps,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A network where two AIMD flows lose `param` / 10⁶ (loss grows with
+    /// the step) and two ISCC flows lose 1 / `param` (it falls with m_I).
+    fn loss(scheme: Scheme) -> impl FnMut(f64) -> Result<f64, ()> {
+        move |p| {
+            Ok(if scheme == Scheme::Iscc {
+                1.0 / p
+            } else {
+                p / 1e6
+            })
+        }
+    }
+
+    #[test]
+    fn the_bisection_lands_in_the_band_either_way_round() {
+        for s in [Scheme::Aimd, Scheme::Iscc] {
+            let c = calibrate_with(s, None, 12, loss(s)).unwrap_or_else(|()| unreachable!());
+            assert!((0.003..=0.006).contains(&c.loss), "{s:?} {c:?}");
+            assert_eq!(c.trials.last().map(|t| t.1), Some(c.loss));
+        }
+    }
+
+    /// A first guess already in the band is kept after one run; one
+    /// outside the band narrows the range like any trial; one outside the
+    /// range is not tried.
+    #[test]
+    fn a_first_guess_is_tried_first() {
+        let c = calibrate_with(Scheme::Aimd, Some(4_000.0), 12, loss(Scheme::Aimd))
+            .unwrap_or_else(|()| unreachable!());
+        assert_eq!(c.trials, vec![(4_000.0, 0.004)]);
+        let c = calibrate_with(Scheme::Aimd, Some(30_000.0), 12, loss(Scheme::Aimd))
+            .unwrap_or_else(|()| unreachable!());
+        assert_eq!(c.trials[0].0, 30_000.0);
+        assert!(c.trials[1..].iter().all(|t| t.0 < 30_000.0), "{c:?}");
+        assert!((0.003..=0.006).contains(&c.loss), "{c:?}");
+        let c = calibrate_with(Scheme::Aimd, Some(1e9), 1, loss(Scheme::Aimd))
+            .unwrap_or_else(|()| unreachable!());
+        assert_ne!(c.trials[0].0, 1e9);
+    }
+
+    /// Out of reach, the closest trial to the band's middle is kept.
+    #[test]
+    fn out_of_reach_the_closest_is_kept() {
+        let c = calibrate_with(Scheme::Tfrc, None, 8, |_| Ok::<f64, ()>(0.0))
+            .unwrap_or_else(|()| unreachable!());
+        assert_eq!(c.loss, 0.0);
+        assert_eq!(c.trials.len(), 8);
+        // Every trial moved up towards the top of TFRC's range.
+        assert!(c.trials.windows(2).all(|w| w[1].0 > w[0].0), "{c:?}");
+    }
 }
