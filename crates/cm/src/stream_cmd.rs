@@ -66,8 +66,8 @@ struct ServeArgs {
     secs: f64,
     /// With --api alf: send frames up to this many seconds ahead of their
     /// time, as fast as the CM grants (a stored stream; the client buffers
-    /// them), or "all" for no bound (the paper's Fig 8 server). 0 is a
-    /// live source.
+    /// them; cm stream play holds at most 300 s ahead), or "all" for no
+    /// bound (the paper's Fig 8 server). 0 is a live source.
     #[arg(long, default_value = "0", conflicts_with = "nack")]
     ahead: String,
     /// NACK-based scalable video instead of the 4-layer source.

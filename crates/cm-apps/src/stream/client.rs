@@ -15,6 +15,10 @@ use serde::Serialize;
 
 use super::{Layers, Piece};
 
+/// The most the client holds ahead of its play position: a packet for a
+/// later frame is counted as malformed.
+pub const MAX_AHEAD: Duration = Duration::from_secs(300);
+
 /// The client's settings.
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
@@ -48,7 +52,8 @@ pub struct StreamSecond {
 pub struct StreamReport {
     /// Packets that arrived.
     pub packets: u64,
-    /// Datagrams that were not stream packets.
+    /// Datagrams that were not stream packets, or were for a frame more
+    /// than [`MAX_AHEAD`] ahead of the one playing.
     pub malformed: u64,
     /// Frames played.
     pub played: u64,
@@ -157,6 +162,16 @@ impl StreamClient {
             self.report.malformed += 1;
             return;
         };
+        let fps = self.cfg.layers.fps;
+        let limit = self
+            .next_play
+            .saturating_add((MAX_AHEAD.as_secs_f64() * fps) as u32);
+        if self.first.is_some() && p.frame > limit {
+            // No server sends that far ahead; holding it would keep the
+            // client waiting to play up to it.
+            self.report.malformed += 1;
+            return;
+        }
         let now = Instant::now();
         self.report.packets += 1;
         self.last_packet = Some(now);
@@ -256,5 +271,56 @@ impl Relay for StreamClient {
             && self
                 .last_packet
                 .is_some_and(|t| t.elapsed() >= self.cfg.idle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    fn client() -> StreamClient {
+        let cm: SharedCm = Rc::new(RefCell::new(
+            libcm::Cm::embedded(libcm::Config::default()).unwrap_or_else(|e| panic!("{e}")),
+        ));
+        let cfg = ClientConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            layers: Layers::default(),
+            startup: Duration::from_millis(10),
+            idle: Duration::ZERO,
+        };
+        StreamClient::bind(&cm, cfg).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn deliver(c: &mut StreamClient, frame: u32) {
+        let p = Piece {
+            frame,
+            layer: 0,
+            chunk: 0,
+            chunks: 1,
+            sent_ns: 0,
+        }
+        .encode(10);
+        c.buf[..p.len()].copy_from_slice(&p);
+        c.take(p.len());
+    }
+
+    /// Frames sent ahead are held until they have played; a packet for a
+    /// frame absurdly far ahead is refused, so it cannot keep the client
+    /// waiting to play up to it.
+    #[test]
+    fn frames_ahead_are_played_before_the_end_and_absurd_ones_refused() {
+        let mut c = client();
+        deliver(&mut c, 0);
+        deliver(&mut c, 2);
+        deliver(&mut c, 100_000);
+        assert_eq!(c.report.malformed, 1);
+        assert_eq!(c.highest, 2);
+        assert!(!c.finished(), "frames 0–2 have not played");
+        std::thread::sleep(Duration::from_millis(150));
+        c.play();
+        assert_eq!((c.report.played, c.report.frozen), (3, 1));
+        assert!(c.finished());
     }
 }

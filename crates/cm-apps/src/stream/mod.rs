@@ -20,7 +20,7 @@
 mod client;
 mod server;
 
-pub use client::{ClientConfig, StreamClient, StreamReport, StreamSecond};
+pub use client::{ClientConfig, MAX_AHEAD, StreamClient, StreamReport, StreamSecond};
 pub use server::{ServerReport, StreamServer};
 
 use std::time::Duration;
