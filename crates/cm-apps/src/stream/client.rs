@@ -162,11 +162,8 @@ impl StreamClient {
             self.report.malformed += 1;
             return;
         };
-        let fps = self.cfg.layers.fps;
-        let limit = self
-            .next_play
-            .saturating_add((MAX_AHEAD.as_secs_f64() * fps) as u32);
-        if self.first.is_some() && p.frame > limit {
+        let ahead = (MAX_AHEAD.as_secs_f64() * self.cfg.layers.fps) as u32;
+        if self.first.is_some() && p.frame > self.next_play.saturating_add(ahead) {
             // No server sends that far ahead; holding it would keep the
             // client waiting to play up to it.
             self.report.malformed += 1;

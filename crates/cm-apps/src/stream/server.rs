@@ -189,9 +189,8 @@ impl StreamServer {
         self.ahead = ahead;
     }
 
-    /// The last frame the ALF server may send now.
-    fn sendable(&self) -> u32 {
-        let due = self.due();
+    /// The last frame the ALF server may send when frame `due` is due.
+    fn sendable(&self, due: u32) -> u32 {
         match self.ahead {
             None => u32::MAX,
             Some(d) => due.saturating_add((d.as_secs_f64() * self.layers.fps) as u32),
@@ -221,7 +220,8 @@ impl StreamServer {
     }
 
     fn step_alf(&mut self) -> Result<(), ProxyError> {
-        let (due, sendable, last) = (self.due(), self.sendable(), self.last_frame());
+        let (due, last) = (self.due(), self.last_frame());
+        let sendable = self.sendable(due);
         let Mode::Alf {
             ch,
             frame,
