@@ -20,7 +20,7 @@ use serde_json::json;
 use crate::RealOpts;
 use crate::error::Result;
 use crate::harness::{HostOptions, Rig};
-use crate::scalability::{run_one, t1_path};
+use crate::scalability::{Warmup, run_one, t1_path};
 
 /// The IP-level rate of the emulated T1: tbf meters the IP packets it
 /// queues on the TUN device (no link header), so it is the line rate, as
@@ -43,7 +43,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
             Scheme::Aimd,
             Scheme::Aimd.paper_param(),
             n,
-            warm,
+            Warmup::fixed(warm),
             measure,
         )?);
         bar.tick();

@@ -13,12 +13,14 @@
 //! ISCC's `m_I` = 20), sending 1500-byte
 //! packets in bunches of 3; its client reports once per RTT with NACKs
 //! and packet-bunch capacity samples, which ISCC runs on. Loss is read from
-//! the bottleneck's `tbf` counters, from the warm-up's end to the last
-//! stream's end; the frozen-picture fraction from the clients.
+//! the bottleneck's `tbf` counters, from the warm-up's end ([`Warmup`]: the
+//! first drop once the streams have had time to start) to the streams'
+//! end; the frozen-picture fraction from the clients.
 
 use std::fmt::Write as _;
 use std::net::{SocketAddr, SocketAddrV4};
-use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use cm_apps::video::{
@@ -66,15 +68,54 @@ const TOP_BPS: f64 = 1_190_000.0;
 /// Time between stream starts.
 const STAGGER: Duration = Duration::from_millis(500);
 
+/// When a run's loss starts to count. Loss is a property of streams that
+/// congest the link, so the measured window opens at the first packet the
+/// bottleneck drops at least `min` seconds after the last stream started
+/// (the streams have reached the link's capacity, rather than still
+/// climbing towards it or being held below it by their source), or `max`
+/// seconds after the last start if nothing is dropped by then.
+///
+/// A fixed warm-up misjudged slow schemes: ISCC(2)'s increase,
+/// (x/m_I)·√(x/C), is small for a slow flow, and two-flow runs of 15 s
+/// warm-up at the paper's m_I = 20 measured no loss where one stream was
+/// still climbing beside one held at its source's top rate; the
+/// calibration took that for a scheme too gentle (docs/apps.md).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Warmup {
+    /// Seconds after the last start before the first drop counts.
+    pub(crate) min: u64,
+    /// Seconds after the last start at which the window opens regardless.
+    pub(crate) max: u64,
+}
+
+impl Warmup {
+    /// A warm-up of exactly `secs` (for runs that measure something else
+    /// than loss).
+    pub(crate) fn fixed(secs: u64) -> Self {
+        Warmup {
+            min: secs,
+            max: secs,
+        }
+    }
+}
+
+/// How often the warm-up reads the bottleneck's drop counter.
+const POLL: Duration = Duration::from_secs(1);
+
 /// The run's sizes: schemes, flow counts, warm-up and measured seconds.
-fn sizes(quick: bool) -> (Vec<Scheme>, Vec<usize>, u64, u64) {
+fn sizes(quick: bool) -> (Vec<Scheme>, Vec<usize>, Warmup, u64) {
     if quick {
-        (vec![Scheme::Aimd, Scheme::Iscc], vec![32], 20, 40)
+        (
+            vec![Scheme::Aimd, Scheme::Iscc],
+            vec![32],
+            Warmup { min: 20, max: 40 },
+            40,
+        )
     } else {
         (
             vec![Scheme::Aimd, Scheme::Iiad, Scheme::Tfrc, Scheme::Iscc],
             vec![2, 4, 8, 16, 32, 50],
-            15,
+            Warmup { min: 15, max: 180 },
             90,
         )
     }
@@ -87,6 +128,12 @@ pub(crate) struct RunResult {
     /// Bottleneck drops over arrivals in the measured window.
     pub(crate) loss: f64,
     utilization: f64,
+    /// Seconds from the last start to the measured window.
+    warm_s: f64,
+    /// Whether the window opened at a drop (else at [`Warmup::max`]).
+    congested: bool,
+    /// Seconds from the last start to the streams' end.
+    streamed_s: f64,
     servers: Vec<VideoServerReport>,
     clients: Vec<VideoClientReport>,
     /// Each client's capacity samples, bit/s.
@@ -107,6 +154,15 @@ impl RunResult {
         self.servers.iter().filter_map(|s| s.capacity_bps).collect()
     }
 
+    /// Each client's received rate over the run (from the last start), bit/s.
+    fn flow_rates_bps(&self) -> Vec<f64> {
+        let secs = self.streamed_s.max(1.0);
+        self.clients
+            .iter()
+            .map(|c| c.packets as f64 * 1500.0 * 8.0 / secs)
+            .collect()
+    }
+
     fn capacity_bps(&self) -> Option<f64> {
         let c: Vec<f64> = self.servers.iter().filter_map(|s| s.capacity_bps).collect();
         (!c.is_empty()).then(|| c.iter().sum::<f64>() / c.len() as f64)
@@ -114,20 +170,23 @@ impl RunResult {
 }
 
 /// `n` streams of `scheme` on the rig's path: the last starts `(n−1)` ×
-/// [`STAGGER`] in; loss counts from `warm` seconds after that for
+/// [`STAGGER`] in; loss counts from the end of the warm-up (`warm`) for
 /// `measure` seconds, and every stream ends then.
 pub(crate) fn run_one(
     rig: &Rig,
     scheme: Scheme,
     param: f64,
     n: usize,
-    warm: u64,
+    warm: Warmup,
     measure: u64,
 ) -> Result<RunResult> {
     let rcv = rig.path().receiver_addr();
     let addr = move |i: usize| SocketAddr::V4(SocketAddrV4::new(rcv, PORT + i as u16));
     let last_start = STAGGER * (n as u32 - 1);
-    let end = last_start + Duration::from_secs(warm + measure);
+    // The streams are sized for the longest warm-up and stopped (`stop`)
+    // when the measured window closes.
+    let end = last_start + Duration::from_secs(warm.max + measure);
+    let stop = Arc::new(AtomicBool::new(false));
     let clients = rig.path().spawn_in(
         Node::Receiver,
         move || -> Result<Vec<(VideoClientReport, Vec<f64>)>> {
@@ -163,6 +222,7 @@ pub(crate) fn run_one(
                 controller: scheme.config(param),
                 ..VideoConfig::default()
             };
+            let stop = Arc::clone(&stop);
             rig.path()
                 .spawn_in(Node::Sender, move || -> Result<VideoServerReport> {
                     std::thread::sleep(start.saturating_sub(t0.elapsed()));
@@ -170,24 +230,37 @@ pub(crate) fn run_one(
                     let mut s =
                         VideoServer::connect(&cm, addr(i), cfg).map_err(RealError::app("video"))?;
                     let until = Instant::now() + end + Duration::from_secs(5);
-                    run_all(
-                        std::slice::from_mut(&mut s),
-                        &cm,
-                        &AtomicBool::new(false),
-                        Some(until),
-                    )
-                    .map_err(RealError::app("video"))?;
+                    run_all(std::slice::from_mut(&mut s), &cm, &stop, Some(until))
+                        .map_err(RealError::app("video"))?;
                     Ok(s.report())
                 })
                 .map_err(RealError::from)
         })
         .collect::<Result<Vec<_>>>()?;
-    std::thread::sleep((last_start + Duration::from_secs(warm)).saturating_sub(t0.elapsed()));
-    let a = rig.path().stats()?.bottleneck;
+    let after_last = |s: u64| last_start + Duration::from_secs(s);
+    std::thread::sleep(after_last(warm.min).saturating_sub(t0.elapsed()));
+    let mut a = rig.path().stats()?.bottleneck;
+    let congested = loop {
+        if t0.elapsed() >= after_last(warm.max) {
+            break false;
+        }
+        std::thread::sleep(POLL);
+        let b = rig.path().stats()?.bottleneck;
+        let dropped = b.dropped > a.dropped;
+        a = b;
+        if dropped {
+            break true;
+        }
+    };
     let from = Instant::now();
-    std::thread::sleep(end.saturating_sub(t0.elapsed()));
+    std::thread::sleep(Duration::from_secs(measure));
     let b = rig.path().stats()?.bottleneck;
+    stop.store(true, Ordering::Relaxed);
     let secs = from.elapsed().as_secs_f64();
+    let warm_s = from
+        .duration_since(t0)
+        .saturating_sub(last_start)
+        .as_secs_f64();
     let servers = servers
         .into_iter()
         .map(|h| h.join().map_err(|_| RealError::Thread("video server"))?)
@@ -202,30 +275,58 @@ pub(crate) fn run_one(
         n,
         loss: dropped as f64 / (sent + dropped).max(1) as f64,
         utilization: (b.sent_bytes - a.sent_bytes) as f64 * 8.0 / (T1_BPS as f64 * secs),
+        warm_s,
+        congested,
+        streamed_s: warm_s + secs,
         servers,
         clients,
         samples,
     })
 }
 
-/// Two-flow runs of the calibration: warm-up and measured seconds, and
-/// the most runs per scheme.
-const CALIBRATION: (u64, u64, u32) = (15, 45, 6);
+/// Two-flow runs of the calibration: warm-up, measured seconds, and the
+/// most runs per scheme.
+const CALIBRATION: (Warmup, u64, u32) = (Warmup { min: 15, max: 180 }, 45, 6);
+
+/// A scheme's calibration on this path.
+struct PathCalibration {
+    /// The bisection's result and trials.
+    found: Calibration,
+    /// Per trial, how its run went: warm-up, whether a drop opened the
+    /// window, utilization, the two streams' rates.
+    runs: Vec<serde_json::Value>,
+}
 
 /// Each scheme's parameter by the paper's rule (iscc §VI-C: two flows
 /// lose 0.3–0.6%), found on this path: the paper's own parameter first,
 /// then the simulator's bisection (`calibrate_with`) over two-flow runs.
-fn calibrate(rig: &Rig, schemes: &[Scheme], quiet: bool) -> Result<Vec<Calibration>> {
+fn calibrate(rig: &Rig, schemes: &[Scheme], quiet: bool) -> Result<Vec<PathCalibration>> {
     let (warm, measure, steps) = CALIBRATION;
     let bar = Progress::new("real-scalability-t1 calibration", schemes.len(), quiet);
     let mut out = Vec::new();
     for &s in schemes {
-        let c = calibrate_with(s, Some(s.paper_param()), steps, |param| {
+        let mut runs = Vec::new();
+        let found = calibrate_with(s, Some(s.paper_param()), steps, |param| {
             let r = run_one(rig, s, param, 2, warm, measure)?;
+            let rates = r.flow_rates_bps();
+            if !quiet {
+                eprintln!(
+                    "  {} param {param:.1}: two-flow loss {:.4}, window opened {:.0} s after the last start ({}), utilization {:.2}, streams {:.0} and {:.0} kbit/s",
+                    s.label(),
+                    r.loss,
+                    r.warm_s,
+                    if r.congested { "at a drop" } else { "no drop" },
+                    r.utilization,
+                    rates.first().copied().unwrap_or(0.0) / 1e3,
+                    rates.last().copied().unwrap_or(0.0) / 1e3,
+                );
+            }
+            runs.push(json!({"param": param, "loss": r.loss, "warm_s": r.warm_s,
+                "congested": r.congested, "utilization": r.utilization, "flow_bps": rates}));
             std::thread::sleep(Duration::from_secs(1));
             Ok::<f64, RealError>(r.loss)
         })?;
-        out.push(c);
+        out.push(PathCalibration { found, runs });
         bar.tick();
     }
     Ok(out)
@@ -245,7 +346,9 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     let bar = Progress::new("real-scalability-t1", schemes.len() * ns.len(), opts.quiet);
     let mut runs = Vec::new();
     for (k, &scheme) in schemes.iter().enumerate() {
-        let param = calib.as_ref().map_or(scheme.paper_param(), |c| c[k].param);
+        let param = calib
+            .as_ref()
+            .map_or(scheme.paper_param(), |c| c[k].found.param);
         for &n in &ns {
             runs.push(run_one(&rig, scheme, param, n, warm, measure)?);
             bar.tick();
@@ -260,9 +363,9 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
 fn report(
     runs: &[RunResult],
     schemes: &[Scheme],
-    calib: Option<&[Calibration]>,
+    calib: Option<&[PathCalibration]>,
     ns: &[usize],
-    warm: u64,
+    warm: Warmup,
     measure: u64,
 ) -> Result<Output> {
     let quick = calib.is_none();
@@ -280,7 +383,7 @@ fn report(
     let mut summary = Vec::new();
     for (k, &s) in schemes.iter().enumerate() {
         let cal = calib.map(|c| &c[k]);
-        let param = cal.map_or(s.paper_param(), |c| c.param);
+        let param = cal.map_or(s.paper_param(), |c| c.found.param);
         let p2 = loss(s, 2);
         let mut pts = Vec::new();
         let mut points = Vec::new();
@@ -291,11 +394,7 @@ fn report(
             } else {
                 r.loss / p2.max(1e-9)
             };
-            let rates: Vec<f64> = r
-                .clients
-                .iter()
-                .map(|c| c.packets as f64 * 1500.0 * 8.0 / (warm + measure) as f64)
-                .collect();
+            let rates = r.flow_rates_bps();
             let lo = rates.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = rates.iter().copied().fold(0.0, f64::max);
             let _ = writeln!(
@@ -313,6 +412,7 @@ fn report(
             points.push(
                 json!({"n": r.n, "loss": r.loss, "s_n": sn, "utilization": r.utilization,
                 "frozen_fraction": r.frozen_fraction(), "capacity_estimate_bps": r.capacity_bps(),
+                "warm_s": r.warm_s, "congested": r.congested,
                 "recovered": r.clients.iter().map(|c| c.recovered).sum::<u64>(),
                 "nacks": r.clients.iter().map(|c| c.nacks).sum::<u64>(),
                 "min_flow_bps": lo, "max_flow_bps": hi}),
@@ -336,7 +436,8 @@ fn report(
             s.label().into(),
             json!({"p_2": p2, "p_max": pm, "n_max": n_max, "points": points,
                 "param": param, "paper_param": s.paper_param(),
-                "calibration": cal.map(|c| json!({"loss": c.loss, "trials": c.trials}))}),
+                "calibration": cal.map(|c| json!({"loss": c.found.loss, "trials": c.found.trials,
+                    "runs": c.runs}))}),
         );
         series.push(Series {
             label: s.label().into(),
@@ -379,13 +480,14 @@ fn report(
             y_label: "packet loss (%)".into(),
             series,
         },
-        metrics: json!({"schemes": per_scheme, "warm_s": warm, "measured_s": measure,
+        metrics: json!({"schemes": per_scheme, "warm_min_s": warm.min, "warm_max_s": warm.max,
+            "measured_s": measure,
             "stagger_ms": STAGGER.as_millis() as u64}),
         paper: json!({"AIMD p_50": 0.22, "IIAD p_50": 0.45, "TFRC p_50": 0.20, "ISCC p_50": 0.031}),
         checks,
         notes: vec![
-            format!("Path: {T1_BPS} bit/s (T1), {} ms one way, a DropTail queue of {QUEUE_PACKETS} packets (cm-netem tbf). n streams of one scheme start {} ms apart; loss is the bottleneck's drops over arrivals from {warm} s after the last start for {measure} s.", ONE_WAY.as_millis(), STAGGER.as_millis()),
-            format!("Each stream: `cm_apps::video` (the server of `cm stream serve --nack`) on its own embedded CM, {}, 1500-byte packets in bunches of 3, a 14 kbit/s base layer and FGS enhancement up to 1,190 kbit/s, NACK retransmission of the base layer and a 3 s startup delay (the paper's); the client reports once per RTT with capacity samples that ISCC's estimate comes from.", if quick { "the scheme with the paper's parameters (MTU/RTT 30 kbit/s for AIMD, TFRC's 180-byte equation packets, ISCC's m_I = 20)".to_string() } else { format!("the scheme with its parameter calibrated on this path by the paper's rule (iscc §VI-C: two flows lose 0.3–0.6%): the paper's parameter first, then a bisection in log space over two-flow runs ({} s warm-up, {} s measured, at most {} runs; the simulator's calibrate_with), keeping the first in the band or else the closest; schemes.*.calibration holds every trial", CALIBRATION.0, CALIBRATION.1, CALIBRATION.2) }),
+            format!("Path: {T1_BPS} bit/s (T1), {} ms one way, a DropTail queue of {QUEUE_PACKETS} packets (cm-netem tbf). n streams of one scheme start {} ms apart; loss is the bottleneck's drops over arrivals for {measure} s from the first drop at least {} s after the last start (at most {} s after it: the streams must congest the link for its loss to mean anything; each point's warm_s and congested say when and how its window opened).", ONE_WAY.as_millis(), STAGGER.as_millis(), warm.min, warm.max),
+            format!("Each stream: `cm_apps::video` (the server of `cm stream serve --nack`) on its own embedded CM, {}, 1500-byte packets in bunches of 3, a 14 kbit/s base layer and FGS enhancement up to 1,190 kbit/s, NACK retransmission of the base layer and a 3 s startup delay (the paper's); the client reports once per RTT with capacity samples that ISCC's estimate comes from.", if quick { "the scheme with the paper's parameters (MTU/RTT 30 kbit/s for AIMD, TFRC's 180-byte equation packets, ISCC's m_I = 20)".to_string() } else { format!("the scheme with its parameter calibrated on this path by the paper's rule (iscc §VI-C: two flows lose 0.3–0.6%): the paper's parameter first, then a bisection in log space over two-flow runs (warm-up as above, {}–{} s; {} s measured; at most {} runs; the simulator's calibrate_with), keeping the first in the band or else the closest; schemes.*.calibration holds every trial and how its window opened", CALIBRATION.0.min, CALIBRATION.0.max, CALIBRATION.1, CALIBRATION.2) }),
             "The paper's runs were 10 minutes, one RTT distribution of 50–200 ms; here every stream has the same 100 ms RTT and the runs are shorter (see warm_s and measured_s), so p_n is noisier than Fig 6's; the check is on the ratio at the largest n.".into(),
         ],
         summary,
