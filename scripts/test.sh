@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
+step "what the tests need (scripts/setup.sh: installs only what is missing)"
+./scripts/setup.sh
+
 step "cm-core stays sans-IO (no clock, sockets or global RNG)"
 if grep -rnE 'Instant::now|SystemTime|std::net|thread_rng' crates/cm-core/src; then
   echo "error: cm-core must not read clocks, open sockets or use a global RNG" >&2
