@@ -163,6 +163,14 @@ impl RunResult {
             .collect()
     }
 
+    /// The servers' feedback counters summed: datagrams the
+    /// acknowledgements resolved as lost, and retransmission timeouts.
+    fn lost_and_timeouts(&self) -> (u64, u64) {
+        self.servers
+            .iter()
+            .fold((0, 0), |(l, t), s| (l + s.lost, t + s.timeouts))
+    }
+
     fn capacity_bps(&self) -> Option<f64> {
         let c: Vec<f64> = self.servers.iter().filter_map(|s| s.capacity_bps).collect();
         (!c.is_empty()).then(|| c.iter().sum::<f64>() / c.len() as f64)
@@ -321,8 +329,10 @@ fn calibrate(rig: &Rig, schemes: &[Scheme], quiet: bool) -> Result<Vec<PathCalib
                     rates.last().copied().unwrap_or(0.0) / 1e3,
                 );
             }
+            let (lost, timeouts) = r.lost_and_timeouts();
             runs.push(json!({"param": param, "loss": r.loss, "warm_s": r.warm_s,
-                "congested": r.congested, "utilization": r.utilization, "flow_bps": rates}));
+                "congested": r.congested, "utilization": r.utilization, "flow_bps": rates,
+                "server_lost": lost, "server_timeouts": timeouts}));
             std::thread::sleep(Duration::from_secs(1));
             Ok::<f64, RealError>(r.loss)
         })?;
@@ -413,6 +423,7 @@ fn report(
                 json!({"n": r.n, "loss": r.loss, "s_n": sn, "utilization": r.utilization,
                 "frozen_fraction": r.frozen_fraction(), "capacity_estimate_bps": r.capacity_bps(),
                 "warm_s": r.warm_s, "congested": r.congested,
+                "server_lost": r.lost_and_timeouts().0, "server_timeouts": r.lost_and_timeouts().1,
                 "recovered": r.clients.iter().map(|c| c.recovered).sum::<u64>(),
                 "nacks": r.clients.iter().map(|c| c.nacks).sum::<u64>(),
                 "min_flow_bps": lo, "max_flow_bps": hi}),
