@@ -13,7 +13,7 @@
 //! ISCC's `m_I` = 20), sending 1500-byte
 //! packets in bunches of 3; its client reports once per RTT with NACKs
 //! and packet-bunch capacity samples, which ISCC runs on. Loss is read from
-//! the bottleneck's `tbf` counters, from the warm-up's end ([`Warmup`]: the
+//! the bottleneck's `tbf` counters, from the warm-up's end (`Warmup`: the
 //! first drop once the streams have had time to start) to the streams'
 //! end; the frozen-picture fraction from the clients.
 
