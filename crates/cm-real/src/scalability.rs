@@ -405,6 +405,7 @@ fn report(
                 r.loss / p2.max(1e-9)
             };
             let rates = r.flow_rates_bps();
+            let (lost, timeouts) = r.lost_and_timeouts();
             let lo = rates.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = rates.iter().copied().fold(0.0, f64::max);
             let _ = writeln!(
@@ -423,7 +424,7 @@ fn report(
                 json!({"n": r.n, "loss": r.loss, "s_n": sn, "utilization": r.utilization,
                 "frozen_fraction": r.frozen_fraction(), "capacity_estimate_bps": r.capacity_bps(),
                 "warm_s": r.warm_s, "congested": r.congested,
-                "server_lost": r.lost_and_timeouts().0, "server_timeouts": r.lost_and_timeouts().1,
+                "server_lost": lost, "server_timeouts": timeouts,
                 "recovered": r.clients.iter().map(|c| c.recovered).sum::<u64>(),
                 "nacks": r.clients.iter().map(|c| c.nacks).sum::<u64>(),
                 "min_flow_bps": lo, "max_flow_bps": hi}),
