@@ -201,7 +201,8 @@ is the short version the tests run as root. Their results are checked in
 under `experiments/results/real/` (JSON, CSV, SVG) and the sections below
 are generated from those JSON files. Real runs are not deterministic (the
 kernel's random loss, timers, a busy 2-core machine); each JSON's notes say
-how it was run.
+how it was run. Ctrl-C or SIGTERM ends a run cleanly: the programs it
+started are stopped and its namespaces deleted before it exits.
 
 The path measures what it is configured to be
 (`cargo run --release -p cm-netem -- selftest`, exit 1 if more than 5% off):

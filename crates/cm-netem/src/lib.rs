@@ -58,7 +58,8 @@
 //! - **Teardown on every exit path**: [`Path`]'s `Drop` (which also runs on panic
 //!   unwinding and for a build that fails half-way) stops the delay box and deletes the
 //!   namespaces, which deletes the veths, TUNs, qdiscs and filters with them. The CLI
-//!   tears down on SIGINT/SIGTERM. Namespaces of SIGKILLed processes are swept by
+//!   tears down on SIGINT/SIGTERM, and so does any program that calls
+//!   [`teardown_on_signals`] (`cm experiment`, `cm demo`). Namespaces of SIGKILLed processes are swept by
 //!   [`sweep_stale`] (also run by every [`Path::build`] and `cm-netem cleanup`).
 //!
 //! ## Example
@@ -195,6 +196,7 @@
 pub mod config;
 mod delaybox;
 pub mod error;
+mod interrupt;
 pub mod netns;
 mod path;
 pub mod selftest;
@@ -205,6 +207,7 @@ pub mod topo;
 pub use config::{ConfigError, PathConfig, Queue, parse_duration, parse_queue, parse_rate};
 pub use delaybox::{DelayBoxStats, DirectionStats};
 pub use error::{BuildStep, NetemError, Result};
+pub use interrupt::teardown_on_signals;
 pub use netns::{is_root, sweep_stale};
 pub use path::{Node, Path, PathStats, QdiscStats, tbf_burst};
 pub use selftest::{

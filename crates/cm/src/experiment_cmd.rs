@@ -55,6 +55,9 @@ pub fn run_experiment(a: &ExperimentArgs) -> anyhow::Result<()> {
             vec![a.name.as_str()]
         };
         let report = (a.name == "real").then_some("report-real.md");
+        // Ctrl-C or SIGTERM mid-run stops the programs the experiment
+        // started and deletes its namespaces before exiting.
+        cm_netem::teardown_on_signals("cm experiment")?;
         return run_each(a, &names, report, |n| Ok(cm_real::run(n, &opts)?));
     }
     let opts = Opts {

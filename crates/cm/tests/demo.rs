@@ -120,3 +120,45 @@ fn bad_arguments_are_clear_errors() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--duration"));
 }
+
+/// SIGTERM in the middle of a run on the emulated path deletes the run's
+/// namespaces before the demo exits (with 128 + 15, as a shell reports a
+/// process killed by the signal).
+#[test]
+fn sigterm_mid_run_deletes_the_namespaces() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let child = Command::new(env!("CARGO_BIN_EXE_cm"))
+        .args(["demo", "--duration", "30", "--json"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prefix = format!("cmn{}x", child.id());
+    let ours = || -> Vec<String> {
+        std::fs::read_dir("/run/netns")
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .filter(|n| n.starts_with(&prefix))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while ours().len() < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(ours().len(), 3, "the demo built no path in 20 s");
+    // Into the run proper, past the path's build.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("SIGTERM"), "{stderr}");
+    assert!(ours().is_empty(), "namespaces left: {:?}", ours());
+}

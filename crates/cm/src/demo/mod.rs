@@ -170,6 +170,8 @@ fn run_emulated(args: &DemoArgs, rate: u64, delay: StdDuration, queue_bytes: u64
         ..cm_netem::PathConfig::default()
     };
     let _ = cm_netem::sweep_stale();
+    // Ctrl-C or SIGTERM mid-run deletes the namespaces before exiting.
+    cm_netem::teardown_on_signals("cm demo")?;
     let path = cm_netem::Path::build(cfg)?;
     let rcv = path.receiver_addr();
     // A second receiver address behind the same bottleneck (a second host
