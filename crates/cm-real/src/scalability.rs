@@ -121,6 +121,10 @@ fn sizes(quick: bool) -> (Vec<Scheme>, Vec<usize>, Warmup, u64) {
     }
 }
 
+/// What the clients' thread returns: each client's report and capacity
+/// samples, and its packet count when the measured window opened.
+type ClientEnds = (Vec<(VideoClientReport, Vec<f64>)>, Vec<u64>);
+
 /// What one run of `n` streams of a scheme measured.
 pub(crate) struct RunResult {
     pub(crate) scheme: Scheme,
@@ -132,8 +136,8 @@ pub(crate) struct RunResult {
     warm_s: f64,
     /// Whether the window opened at a drop (else at [`Warmup::max`]).
     congested: bool,
-    /// Seconds from the last start to the streams' end.
-    streamed_s: f64,
+    /// Each client's received rate in the measured window, bit/s.
+    flow_bps: Vec<f64>,
     servers: Vec<VideoServerReport>,
     clients: Vec<VideoClientReport>,
     /// Each client's capacity samples, bit/s.
@@ -154,13 +158,9 @@ impl RunResult {
         self.servers.iter().filter_map(|s| s.capacity_bps).collect()
     }
 
-    /// Each client's received rate over the run (from the last start), bit/s.
-    fn flow_rates_bps(&self) -> Vec<f64> {
-        let secs = self.streamed_s.max(1.0);
-        self.clients
-            .iter()
-            .map(|c| c.packets as f64 * 1500.0 * 8.0 / secs)
-            .collect()
+    /// Each client's received rate in the measured window, bit/s.
+    fn flow_rates_bps(&self) -> &[f64] {
+        &self.flow_bps
     }
 
     /// The servers' feedback counters summed: datagrams the
@@ -195,9 +195,13 @@ pub(crate) fn run_one(
     // when the measured window closes.
     let end = last_start + Duration::from_secs(warm.max + measure);
     let stop = Arc::new(AtomicBool::new(false));
+    // Set when the measured window opens: the clients note their packet
+    // counts then, for the streams' rates over the window.
+    let opened = Arc::new(AtomicBool::new(false));
+    let opened_rx = Arc::clone(&opened);
     let clients = rig.path().spawn_in(
         Node::Receiver,
-        move || -> Result<Vec<(VideoClientReport, Vec<f64>)>> {
+        move || -> Result<ClientEnds> {
             let cm = embedded_cm()?;
             let mut ends = (0..n)
                 .map(|i| {
@@ -212,9 +216,12 @@ pub(crate) fn run_one(
                 })
                 .collect::<Result<Vec<_>>>()?;
             let until = Instant::now() + end + Duration::from_secs(10);
+            run_all(&mut ends, &cm, &opened_rx, Some(until)).map_err(RealError::app("video"))?;
+            let at_open = ends.iter().map(|c| c.report().packets).collect();
             run_all(&mut ends, &cm, &AtomicBool::new(false), Some(until))
                 .map_err(RealError::app("video"))?;
-            Ok(ends.iter().map(|c| (c.report(), c.samples_bps())).collect())
+            let reports = ends.iter().map(|c| (c.report(), c.samples_bps())).collect();
+            Ok((reports, at_open))
         },
     )?;
     std::thread::sleep(Duration::from_millis(200));
@@ -261,6 +268,7 @@ pub(crate) fn run_one(
         }
     };
     let from = Instant::now();
+    opened.store(true, Ordering::Relaxed);
     std::thread::sleep(Duration::from_secs(measure));
     let b = rig.path().stats()?.bottleneck;
     stop.store(true, Ordering::Relaxed);
@@ -273,10 +281,15 @@ pub(crate) fn run_one(
         .into_iter()
         .map(|h| h.join().map_err(|_| RealError::Thread("video server"))?)
         .collect::<Result<Vec<_>>>()?;
-    let clients = clients
+    let (clients, at_open) = clients
         .join()
         .map_err(|_| RealError::Thread("video clients"))??;
-    let (clients, samples) = clients.into_iter().unzip();
+    let (clients, samples): (Vec<VideoClientReport>, _) = clients.into_iter().unzip();
+    let flow_bps = clients
+        .iter()
+        .zip(&at_open)
+        .map(|(c, a)| c.packets.saturating_sub(*a) as f64 * 1500.0 * 8.0 / secs)
+        .collect();
     let (sent, dropped) = (b.sent_packets - a.sent_packets, b.dropped - a.dropped);
     Ok(RunResult {
         scheme,
@@ -285,7 +298,7 @@ pub(crate) fn run_one(
         utilization: (b.sent_bytes - a.sent_bytes) as f64 * 8.0 / (T1_BPS as f64 * secs),
         warm_s,
         congested,
-        streamed_s: warm_s + secs,
+        flow_bps,
         servers,
         clients,
         samples,
