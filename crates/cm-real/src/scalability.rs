@@ -199,9 +199,9 @@ pub(crate) fn run_one(
     // counts then, for the streams' rates over the window.
     let opened = Arc::new(AtomicBool::new(false));
     let opened_rx = Arc::clone(&opened);
-    let clients = rig.path().spawn_in(
-        Node::Receiver,
-        move || -> Result<ClientEnds> {
+    let clients = rig
+        .path()
+        .spawn_in(Node::Receiver, move || -> Result<ClientEnds> {
             let cm = embedded_cm()?;
             let mut ends = (0..n)
                 .map(|i| {
@@ -222,8 +222,7 @@ pub(crate) fn run_one(
                 .map_err(RealError::app("video"))?;
             let reports = ends.iter().map(|c| (c.report(), c.samples_bps())).collect();
             Ok((reports, at_open))
-        },
-    )?;
+        })?;
     std::thread::sleep(Duration::from_millis(200));
     let t0 = Instant::now();
     let servers = (0..n)
