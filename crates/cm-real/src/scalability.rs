@@ -158,11 +158,6 @@ impl RunResult {
         self.servers.iter().filter_map(|s| s.capacity_bps).collect()
     }
 
-    /// Each client's received rate in the measured window, bit/s.
-    fn flow_rates_bps(&self) -> &[f64] {
-        &self.flow_bps
-    }
-
     /// The servers' feedback counters summed: datagrams the
     /// acknowledgements resolved as lost, and retransmission timeouts.
     fn lost_and_timeouts(&self) -> (u64, u64) {
@@ -328,7 +323,7 @@ fn calibrate(rig: &Rig, schemes: &[Scheme], quiet: bool) -> Result<Vec<PathCalib
         let mut runs = Vec::new();
         let found = calibrate_with(s, Some(s.paper_param()), steps, |param| {
             let r = run_one(rig, s, param, 2, warm, measure)?;
-            let rates = r.flow_rates_bps();
+            let rates = &r.flow_bps;
             if !quiet {
                 eprintln!(
                     "  {} param {param:.1}: two-flow loss {:.4}, window opened {:.0} s after the last start ({}), utilization {:.2}, streams {:.0} and {:.0} kbit/s",
@@ -416,7 +411,7 @@ fn report(
             } else {
                 r.loss / p2.max(1e-9)
             };
-            let rates = r.flow_rates_bps();
+            let rates = &r.flow_bps;
             let (lost, timeouts) = r.lost_and_timeouts();
             let lo = rates.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = rates.iter().copied().fold(0.0, f64::max);
