@@ -19,7 +19,8 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use crate::error::{NetemError, Result};
-use crate::netns::{list_namespaces, owner_pid, run};
+use crate::netns::{list_namespaces, owner_pid};
+use crate::teardown::tear_down;
 
 /// How long children get to exit after SIGTERM before SIGKILL.
 const CHILD_GRACE: Duration = Duration::from_secs(1);
@@ -39,8 +40,7 @@ pub fn teardown_on_signals(program: &'static str) -> Result<()> {
                 eprintln!(
                     "\n{program}: {name}: stopping child processes and deleting this process's namespaces"
                 );
-                let left = clean_up();
-                for e in &left {
+                if let Err(e) = clean_up() {
                     eprintln!("{program}: {e}");
                 }
                 std::process::exit(128 + sig);
@@ -54,10 +54,8 @@ pub fn teardown_on_signals(program: &'static str) -> Result<()> {
 }
 
 /// Stop the descendants of this process, then delete its namespaces.
-/// Returns what could not be done.
-fn clean_up() -> Vec<String> {
+fn clean_up() -> Result<()> {
     let me = std::process::id();
-    let mut errors = Vec::new();
     let kids = descendants(me);
     signal_all(&kids, Signal::TERM);
     let deadline = Instant::now() + CHILD_GRACE;
@@ -65,14 +63,15 @@ fn clean_up() -> Vec<String> {
         std::thread::sleep(Duration::from_millis(20));
     }
     signal_all(&kids, Signal::KILL);
-    for ns in list_namespaces().into_iter().rev() {
-        if owner_pid(&ns) == Some(me)
-            && let Err(e) = run("ip", &["netns", "del", &ns])
-        {
-            errors.push(e.to_string());
-        }
-    }
-    errors
+    let ours: Vec<String> = list_namespaces()
+        .into_iter()
+        .filter(|ns| owner_pid(ns) == Some(me))
+        .collect();
+    tear_down(
+        std::iter::empty(),
+        ours,
+        "deleting this process's namespaces",
+    )
 }
 
 fn signal_all(pids: &[u32], sig: Signal) {
@@ -156,7 +155,10 @@ mod tests {
         assert!(descendants(std::process::id()).contains(&pid));
         assert!(alive(pid));
         signal_all(&[pid], Signal::TERM);
-        child.wait().unwrap();
+        let status = child.wait().unwrap();
+        // Ended by the signal, not by sleep running out.
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGTERM));
         assert!(!alive(pid));
     }
 }
