@@ -6,7 +6,7 @@
 //! The streams are `real-scalability-t1`'s (`cm_apps::video`): bunches of
 //! 3 back to back from the server's shaper, one sample per bunch that
 //! arrived whole and in order at the client (`cm_core::BunchSampler`,
-//! timed by the client's receive calls), returned in its reports and
+//! timed by the kernel's receive timestamps), returned in its reports and
 //! filtered by each server's CM (`Cm::capacity_sample`). The paper: 99.5%
 //! within 1,500–1,520 kbit/s with 2 flows, 95.5% within 7% with 32.
 
@@ -16,6 +16,8 @@ use cm_experiments::experiments::{Check, Output};
 use cm_experiments::plot::Plot;
 use cm_experiments::progress::Progress;
 use serde_json::json;
+
+use cm_netem::DelayBoxStats;
 
 use crate::RealOpts;
 use crate::error::Result;
@@ -27,6 +29,30 @@ use crate::scalability::{Warmup, run_one, t1_path};
 /// on the simulator's links (`within` and `pdf` are the simulator's).
 const IP_RATE_BPS: f64 = T1_BPS as f64;
 
+/// How late the path's delay box wrote forward packets during one run:
+/// the timing noise the emulator adds to every sample (its counters are
+/// cumulative, so a run's mean is the difference of two snapshots).
+struct BoxTiming {
+    mean_late_us: f64,
+    realtime: bool,
+}
+
+impl BoxTiming {
+    fn between(before: &DelayBoxStats, after: &DelayBoxStats) -> Self {
+        let (a, b) = (&before.forward, &after.forward);
+        let packets = b.packets.saturating_sub(a.packets);
+        let late_sum = b.mean_late_us * b.packets as f64 - a.mean_late_us * a.packets as f64;
+        BoxTiming {
+            mean_late_us: if packets == 0 {
+                0.0
+            } else {
+                late_sum / packets as f64
+            },
+            realtime: after.realtime,
+        }
+    }
+}
+
 /// Run the experiment.
 pub fn run(opts: &RealOpts) -> Result<Output> {
     let (ns, warm, measure) = if opts.quick {
@@ -37,7 +63,9 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     let bar = Progress::new("real-bw-estimate", ns.len(), opts.quiet);
     let rig = Rig::build(t1_path(), HostOptions::sack(true))?;
     let mut runs = Vec::new();
+    let mut timing = Vec::new();
     for n in ns {
+        let before = rig.path().stats()?.delay_box;
         runs.push(run_one(
             &rig,
             Scheme::Aimd,
@@ -46,6 +74,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
             Warmup::fixed(warm),
             measure,
         )?);
+        timing.push(BoxTiming::between(&before, &rig.path().stats()?.delay_box));
         bar.tick();
         std::thread::sleep(std::time::Duration::from_secs(1));
     }
@@ -55,7 +84,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     let mut metrics = serde_json::Map::new();
     let mut summary = Vec::new();
     let mut rows = Vec::new();
-    for r in &runs {
+    for (r, t) in runs.iter().zip(&timing) {
         let n = r.n;
         let s: Vec<f64> = r.samples.iter().flatten().copied().collect();
         let total = s.len().max(1) as f64;
@@ -81,20 +110,23 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         let median = q(0.5);
         let below = s.iter().filter(|x| **x < IP_RATE_BPS * 0.93).count() as f64 / total;
         summary.push(format!(
-            "{n:>2} flows: {} samples, median {:.0} kbit/s, {:.1}% within 2%, {:.1}% within 7%; {} of {n} flows hold an estimate, spread {:.2}%",
+            "{n:>2} flows: {} samples, median {:.0} kbit/s, {:.1}% within 2%, {:.1}% within 7%; {} of {n} flows hold an estimate, spread {:.2}%; delay box {:.0} µs late on average{}",
             s.len(),
             median / 1e3,
             w2 * 100.0,
             w7 * 100.0,
             est.len(),
-            spread * 100.0
+            spread * 100.0,
+            t.mean_late_us,
+            if t.realtime { "" } else { " (not real-time)" }
         ));
         metrics.insert(
             format!("flows_{n}"),
             json!({"samples": s.len(), "median_bps": median, "within_2pct": w2, "within_7pct": w7,
                    "below_7pct": below, "p10_bps": q(0.1), "p25_bps": q(0.25), "p75_bps": q(0.75), "p90_bps": q(0.9),
                    "estimates": est.len(), "estimate_spread": spread,
-                   "estimate_min_bps": emin, "estimate_max_bps": emax, "loss": r.loss}),
+                   "estimate_min_bps": emin, "estimate_max_bps": emax, "loss": r.loss,
+                   "delay_box_mean_late_us": t.mean_late_us, "delay_box_realtime": t.realtime}),
         );
         rows.push((n, w2, w7, est.len(), spread));
     }
@@ -146,7 +178,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         checks,
         notes: vec![
             format!("{} and {} AIMD(1,½) streams (MTU/RTT 30 kbit/s) of `cm stream --nack` on an emulated T1 (100 ms RTT, 40-packet queue), {warm} s of warm-up after the last start and {measure} s more; every sample of every client over the whole run.", ns[0], ns[1]),
-            "Rates are IP-level: cm-netem's tbf meters IP packets on a TUN device, so the IP-level rate is the line rate, 1,544 kbit/s; the paper's 1,510 kbit/s is the same measurement on a line that loses ≈2% to HDLC framing. The client times arrivals at its receive calls, so its wake-up latency is in every sample.".into(),
+            "Rates are IP-level: cm-netem's tbf meters IP packets on a TUN device, so the IP-level rate is the line rate, 1,544 kbit/s; the paper's 1,510 kbit/s is the same measurement on a line that loses ≈2% to HDLC framing. The client times arrivals by the kernel's receive timestamps (`SO_TIMESTAMPNS`), so its own wake-up latency is not in the samples; the delay box's lateness (the summary's `µs late`) is.".into(),
             "The estimate spread is max/min − 1 over the servers' filtered estimates (each stream's CM filter: the densest 1% band of its last 32 samples), which ISCC uses.".into(),
         ],
         summary,
