@@ -37,7 +37,10 @@
 //!   back into the same device one one-way delay later; policy routing (`ip rule iif
 //!   tunf lookup 100`) sends it on to its veth. It sleeps in `ppoll` with a ns timeout,
 //!   wakes slightly early and spins the last µs, and runs `SCHED_FIFO`, so writes land
-//!   within a few µs of their deadline even on a busy machine. Reading a packet costs
+//!   within a few µs of their deadline even on a busy machine. Packets leave it spaced
+//!   at least one transmission time (at the bottleneck's rate) apart, as the line sent
+//!   them, so a read a few µs late does not squeeze a back-to-back pair (packet-bunch
+//!   capacity estimates read the line's rate). Reading a packet costs
 //!   a wake-up, so each direction adds some 20–100 µs to the configured delay on a
 //!   2-core VM (the self-test measures it: under 5 % for one-way delays of ≥ 2 ms).
 //!   The router's own addresses are reached directly (no delay, no bottleneck). It forwards >100k

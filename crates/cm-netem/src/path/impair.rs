@@ -23,7 +23,7 @@ impl Path {
         let Some(dbox) = inner.delay_box.as_ref() else {
             return Err(NetemError::TornDown);
         };
-        dbox.impairments().set_reorder(p, extra_delay);
+        dbox.controls().set_reorder(p, extra_delay);
         inner.reorder = (p, extra_delay);
         Ok(())
     }
@@ -40,7 +40,7 @@ impl Path {
         let Some(dbox) = inner.delay_box.as_ref() else {
             return Err(NetemError::TornDown);
         };
-        dbox.impairments().set_duplicate(p);
+        dbox.controls().set_duplicate(p);
         inner.duplicate = p;
         Ok(())
     }

@@ -65,6 +65,10 @@ impl Path {
         ip(&rcv, &["link", "set", HOST_IF, "up"])?;
 
         let dbox = DelayBox::start(&rtr, self.config.one_way_delay)?;
+        // Each direction's packets leave the box spaced as their bottleneck sent them.
+        dbox.controls().set_line_rate(0, self.config.rate_bps);
+        dbox.controls()
+            .set_line_rate(1, self.config.reverse_rate_bps.unwrap_or(0));
         self.lock().delay_box = Some(dbox);
         self.set_reorder(self.config.reorder, self.config.reorder_delay)?;
         self.set_duplicate(self.config.duplicate)?;
@@ -170,7 +174,11 @@ impl Path {
         if inner.torn_down {
             return Err(NetemError::TornDown);
         }
-        self.tbf("change", TUN_FORWARD, rate_bps, self.config.queue_bytes())
+        self.tbf("change", TUN_FORWARD, rate_bps, self.config.queue_bytes())?;
+        if let Some(dbox) = inner.delay_box.as_ref() {
+            dbox.controls().set_line_rate(0, rate_bps);
+        }
+        Ok(())
     }
 
     /// Give the receiver host another address, `10.k.2.(2 + n)` for

@@ -5,7 +5,15 @@
 //! Packets are read as soon as they are readable, stamped with their arrival time and
 //! appended to a FIFO per direction (the delay is constant, so a FIFO is sorted by
 //! deadline); the thread sleeps in `ppoll` with a nanosecond timeout until the next
-//! deadline (timer slack set to 1 ns) or the next packet.
+//! deadline (timer slack set to 1 ns) or the next packet, and keeps reading while it
+//! spins the last microseconds before a deadline.
+//!
+//! Behind a path's bottleneck the box keeps the line's spacing: a packet leaves no
+//! sooner than one transmission time (at the `tbf`'s rate) after the packet before
+//! it, and no later than one transmission time after it was read
+//! ([`queues::departure`]). Without that, a packet read a few microseconds late
+//! would leave closer to its successor than the line sent them, and a receiver
+//! timing a back-to-back bunch would read a capacity above the line's.
 //!
 //! Reordering and duplication (sender → receiver only, like the loss filter), in the
 //! manner of netem's `reorder` and `duplicate` but with the chosen packet made late:
@@ -22,7 +30,6 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{ErrorKind, Read, Write};
 use std::num::NonZeroU64;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -36,7 +43,10 @@ use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec};
 use serde::{Deserialize, Serialize};
 
 use crate::netns;
+
+mod queues;
 use crate::sys::{open_tun, set_realtime};
+use queues::State;
 
 /// Name of the forward (sender → receiver) TUN device in the router namespace.
 pub const TUN_FORWARD: &str = "tunf";
@@ -72,16 +82,19 @@ fn threshold(p: f64) -> u64 {
     (p.clamp(0.0, 1.0) * 4_294_967_296.0).round() as u64
 }
 
-/// The reordering and duplication the box applies to forward packets, shared with the
-/// [`Path`](crate::Path) that sets it (thresholds from [`threshold`]).
+/// What the [`Path`](crate::Path) sets while the box runs: the reordering and
+/// duplication it applies to forward packets (thresholds from [`threshold`]), and
+/// the line rate behind each direction's TUN device (see [`queues::departure`]).
 #[derive(Default)]
-pub(crate) struct Impairments {
+pub(crate) struct Controls {
     reorder: AtomicU64,
     reorder_delay_ns: AtomicU64,
     duplicate: AtomicU64,
+    /// Bits per second of the bottleneck that feeds direction `i` (0: none).
+    line_rate_bps: [AtomicU64; 2],
 }
 
-impl Impairments {
+impl Controls {
     /// Hold packets back by `delay` with probability `p` (validated by the caller).
     pub(crate) fn set_reorder(&self, p: f64, delay: Duration) {
         let ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
@@ -92,6 +105,12 @@ impl Impairments {
     /// Write packets twice with probability `p` (validated by the caller).
     pub(crate) fn set_duplicate(&self, p: f64) {
         self.duplicate.store(threshold(p), Ordering::Relaxed);
+    }
+
+    /// The rate of the bottleneck (`tbf`) that direction `dir` (0: forward) reads
+    /// behind; 0 when none does.
+    pub(crate) fn set_line_rate(&self, dir: usize, rate_bps: u64) {
+        self.line_rate_bps[dir].store(rate_bps, Ordering::Relaxed);
     }
 }
 
@@ -119,15 +138,6 @@ impl SplitMix64 {
     fn chance(&mut self, threshold: u64) -> bool {
         threshold > 0 && (self.next_u64() >> 32) < threshold
     }
-}
-
-/// A packet waiting in the box.
-struct Slot {
-    /// When to write it.
-    due: Instant,
-    /// Write it twice (duplication).
-    twice: bool,
-    pkt: Vec<u8>,
 }
 
 /// Counters of one direction of the delay box.
@@ -199,7 +209,7 @@ pub(crate) struct DelayBox {
     wake: OwnedFd,
     thread: Option<JoinHandle<()>>,
     counters: Arc<Counters>,
-    impairments: Arc<Impairments>,
+    controls: Arc<Controls>,
 }
 
 impl DelayBox {
@@ -219,8 +229,8 @@ impl DelayBox {
         let wake_thread = wake.try_clone().io_context(|| "dup eventfd")?;
         let counters = Arc::new(Counters::default());
         let c2 = Arc::clone(&counters);
-        let impairments = Arc::new(Impairments::default());
-        let i2 = Arc::clone(&impairments);
+        let controls = Arc::new(Controls::default());
+        let i2 = Arc::clone(&controls);
         let ends = ends.map(|(ns, tun)| (ns.to_string(), tun.to_string()));
         let (tx, rx) = mpsc::channel::<Result<()>>();
         let thread = std::thread::Builder::new()
@@ -249,7 +259,7 @@ impl DelayBox {
             wake,
             thread: Some(thread),
             counters,
-            impairments,
+            controls,
         };
         match rx.recv() {
             Ok(Ok(())) => Ok(dbox),
@@ -264,9 +274,10 @@ impl DelayBox {
         }
     }
 
-    /// The forward direction's reordering and duplication (0 until set).
-    pub(crate) fn impairments(&self) -> &Impairments {
-        &self.impairments
+    /// The forward direction's reordering and duplication and the line rates
+    /// (0 until set).
+    pub(crate) fn controls(&self) -> &Controls {
+        &self.controls
     }
 
     /// Counters so far.
@@ -303,78 +314,25 @@ fn timespec(d: Duration) -> Timespec {
     }
 }
 
-/// The slot due at `now` from the FIFO `q` and the sorted held-back queue `h` (the
-/// earlier head of the two; the FIFO's on ties), or else the next deadline, if any.
-fn pop_due(
-    q: &mut VecDeque<Slot>,
-    h: &mut VecDeque<Slot>,
-    now: Instant,
-) -> std::result::Result<Slot, Option<Instant>> {
-    let src = match (q.front(), h.front()) {
-        (None, None) => return Err(None),
-        (Some(a), Some(b)) if b.due < a.due => h,
-        (Some(_), _) => q,
-        (None, Some(_)) => h,
-    };
-    match src.front() {
-        Some(s) if s.due > now => Err(Some(s.due)),
-        _ => src.pop_front().ok_or(None),
-    }
-}
-
-fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters, imp: &Impairments) {
+fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters, ctl: &Controls) {
     // Wake up on time, not up to 50 µs late.
     let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1));
     // A real-time thread is woken on time even while compilers fill every core; its
     // CPU use is bounded (it sleeps between deadlines, spins at most ~200 µs).
     c.realtime
         .store(set_realtime(REALTIME_PRIORITY).is_ok(), Ordering::Relaxed);
-    // Per direction: packets at the one-way delay (FIFO), held-back packets (sorted).
-    let mut queues: [VecDeque<Slot>; 2] = [VecDeque::new(), VecDeque::new()];
-    let mut held: [VecDeque<Slot>; 2] = [VecDeque::new(), VecDeque::new()];
-    let mut rng = SplitMix64::from_clock();
-    let mut pool: Vec<Vec<u8>> = Vec::new();
-    let mut buf = vec![0u8; 65536];
+    let mut st = State {
+        queues: [VecDeque::new(), VecDeque::new()],
+        held: [VecDeque::new(), VecDeque::new()],
+        left: [None, None],
+        rng: SplitMix64::from_clock(),
+        pool: Vec::new(),
+        buf: vec![0u8; 65536],
+    };
     let mut oversleep_ns: f64 = 50_000.0;
     loop {
         // Deliver everything that is due.
-        let now = Instant::now();
-        let mut next: Option<Instant> = None;
-        for i in 0..2 {
-            let (q, h) = (&mut queues[i], &mut held[i]);
-            let dc = &c.dirs[i];
-            loop {
-                let slot = match pop_due(q, h, now) {
-                    Ok(slot) => slot,
-                    Err(due) => {
-                        if let Some(d) = due {
-                            next = Some(next.map_or(d, |n| n.min(d)));
-                        }
-                        break;
-                    }
-                };
-                let due = slot.due;
-                for copy in 0..1 + u8::from(slot.twice) {
-                    // A TUN write takes the whole packet or fails.
-                    match (&tuns[i]).write(&slot.pkt) {
-                        Ok(n) => {
-                            dc.packets.fetch_add(1, Ordering::Relaxed);
-                            dc.bytes.fetch_add(n as u64, Ordering::Relaxed);
-                            if copy == 1 {
-                                dc.duplicated.fetch_add(1, Ordering::Relaxed);
-                            }
-                            let late = now.saturating_duration_since(due).as_nanos() as u64;
-                            dc.late_ns_sum.fetch_add(late, Ordering::Relaxed);
-                            dc.late_ns_max.fetch_max(late, Ordering::Relaxed);
-                        }
-                        Err(_) => {
-                            dc.dropped.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                }
-                pool.push(slot.pkt);
-            }
-        }
+        let next = st.deliver_due(&tuns, Instant::now(), c);
         // Sleep until shortly before the next deadline (by the wake-up latency seen so
         // far), then spin the last stretch: writes land within a few µs of their time.
         let mut timeout = None;
@@ -383,7 +341,15 @@ fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters, imp: &Impa
             let wait = n.saturating_duration_since(now);
             let early = Duration::from_nanos(oversleep_ns as u64 + SPIN_NS);
             if wait <= early {
+                // Keep reading while spinning, so that a packet arriving now is
+                // stamped now and not when the spin ends.
                 while Instant::now() < n {
+                    for (i, tun) in tuns.iter().enumerate() {
+                        if st.read_ready(i, tun, delay, c, ctl).is_err() {
+                            c.failed.store(true, Ordering::Relaxed);
+                            return;
+                        }
+                    }
                     std::hint::spin_loop();
                 }
                 continue;
@@ -416,60 +382,15 @@ fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters, imp: &Impa
         if !revents[2].is_empty() {
             return; // asked to stop
         }
-        for i in 0..2 {
+        for (i, tun) in tuns.iter().enumerate() {
             let ev = revents[i];
             if ev.intersects(PollFlags::ERR | PollFlags::HUP | PollFlags::NVAL) {
                 c.failed.store(true, Ordering::Relaxed);
                 return;
             }
-            if !ev.contains(PollFlags::IN) {
-                continue;
-            }
-            for _ in 0..READ_BATCH {
-                match (&tuns[i]).read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        let arrival = Instant::now();
-                        let (q, h) = (&mut queues[i], &mut held[i]);
-                        if q.len() + h.len() >= MAX_QUEUED {
-                            c.dirs[i].dropped.fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        }
-                        let mut pkt = pool.pop().unwrap_or_else(|| Vec::with_capacity(2048));
-                        pkt.clear();
-                        pkt.extend_from_slice(&buf[..n]);
-                        let mut due = arrival + delay;
-                        // Forward only (the data direction), like the loss filter.
-                        let (hold, twice) = if i == 0 {
-                            (
-                                rng.chance(imp.reorder.load(Ordering::Relaxed)),
-                                rng.chance(imp.duplicate.load(Ordering::Relaxed)),
-                            )
-                        } else {
-                            (false, false)
-                        };
-                        if hold {
-                            let extra = imp.reorder_delay_ns.load(Ordering::Relaxed);
-                            due += Duration::from_nanos(extra);
-                            c.dirs[i].reordered.fetch_add(1, Ordering::Relaxed);
-                            // Sorted by deadline (the extra delay may change at run
-                            // time); almost always an append.
-                            let at = h.partition_point(|s| s.due <= due);
-                            h.insert(at, Slot { due, twice, pkt });
-                        } else {
-                            q.push_back(Slot { due, twice, pkt });
-                        }
-                        c.dirs[i]
-                            .max_queued
-                            .fetch_max((q.len() + h.len()) as u64, Ordering::Relaxed);
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    Err(_) => {
-                        c.failed.store(true, Ordering::Relaxed);
-                        return;
-                    }
-                }
+            if ev.contains(PollFlags::IN) && st.read_ready(i, tun, delay, c, ctl).is_err() {
+                c.failed.store(true, Ordering::Relaxed);
+                return;
             }
         }
     }
@@ -478,40 +399,6 @@ fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters, imp: &Impa
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn slot(t0: Instant, ms: u64, tag: u8) -> Slot {
-        Slot {
-            due: t0 + Duration::from_millis(ms),
-            twice: false,
-            pkt: vec![tag],
-        }
-    }
-
-    #[test]
-    fn held_packets_are_overtaken_and_written_in_deadline_order() {
-        let t0 = Instant::now();
-        // FIFO at the one-way delay: packets 1, 3, 4 due at 10, 12, 13 ms; packet 2
-        // was held back by 5 ms (due at 16 ms), packet 0 by 1 ms (due at 10 ms).
-        let mut q: VecDeque<Slot> = [(10, 1), (12, 3), (13, 4)]
-            .map(|(ms, tag)| slot(t0, ms, tag))
-            .into();
-        let mut h: VecDeque<Slot> = [(10, 0), (16, 2)].map(|(ms, tag)| slot(t0, ms, tag)).into();
-        assert_eq!(
-            pop_due(&mut q, &mut h, t0).err(),
-            Some(Some(t0 + Duration::from_millis(10)))
-        );
-        let mut order = Vec::new();
-        let now = t0 + Duration::from_millis(20);
-        while let Ok(s) = pop_due(&mut q, &mut h, now) {
-            order.push(s.pkt[0]);
-        }
-        assert_eq!(
-            order,
-            [1, 0, 3, 4, 2],
-            "FIFO first on ties, then by deadline"
-        );
-        assert_eq!(pop_due(&mut q, &mut h, now).err(), Some(None));
-    }
 
     #[test]
     fn thresholds_and_draws() {
