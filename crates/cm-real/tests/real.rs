@@ -256,15 +256,17 @@ fn real_scalability_iscc_loses_less_than_aimd_as_flows_grow() {
 /// The raw samples' tighter fractions (the paper's 99.5% within 1.3%,
 /// 95.5% within 7%) are the experiment's checks, reported by the full run
 /// and not asserted here: they measure the emulator's timing as much as
-/// the CM. The user-space delay box after the bottleneck writes some
-/// packets of a bunch late, and how often depends on the machine. Quick
-/// runs here put 97–99% of the 2-stream samples within 7%, with two CPU
-/// hogs or a loopback iperf3 beside them too; CI's run of `f8bd6d8` put
-/// 78% there (53% within 2%) with the median at 1,544 kbit/s and the two
-/// estimates 0.23% apart. The estimates are what ISCC uses, and the CM's
-/// filter (the densest 1% band of the last 32 samples) holds them at the
-/// line rate through that noise. The summary names the delay box's mean
-/// lateness in each run (docs/apps.md).
+/// the CM. The user-space delay box after the bottleneck reads and writes
+/// packets a few microseconds off, and how far depends on the machine.
+/// Quick runs here put 97–99% of the 2-stream samples within 7%, with two
+/// CPU hogs or a loopback iperf3 beside them too; CI's run of `f8bd6d8`
+/// put 78% there (53% within 2%) with the median at 1,544 kbit/s and the
+/// two estimates 0.23% apart. (That was before the delay box kept the
+/// line's spacing, which took the 2-stream samples within 2% here from
+/// 87–95% to 97%.) The estimates are what ISCC uses, and the CM's filter
+/// (the densest 1% band of the last 32 samples) holds them at the line
+/// rate through that noise. The JSON gives the delay box's mean lateness
+/// in each run (docs/apps.md).
 #[test]
 fn real_bw_estimate_bunches_measure_the_t1() {
     let Some(_serial) = root() else { return };
