@@ -178,7 +178,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         checks,
         notes: vec![
             format!("{} and {} AIMD(1,½) streams (MTU/RTT 30 kbit/s) of `cm stream --nack` on an emulated T1 (100 ms RTT, 40-packet queue), {warm} s of warm-up after the last start and {measure} s more; every sample of every client over the whole run.", ns[0], ns[1]),
-            "Rates are IP-level: cm-netem's tbf meters IP packets on a TUN device, so the IP-level rate is the line rate, 1,544 kbit/s; the paper's 1,510 kbit/s is the same measurement on a line that loses ≈2% to HDLC framing. The client times arrivals by the kernel's receive timestamps (`SO_TIMESTAMPNS`), so its own wake-up latency is not in the samples; the delay box's lateness (the summary's `µs late`) is.".into(),
+            "Rates are IP-level: cm-netem's tbf meters IP packets on a TUN device, so the IP-level rate is the line rate, 1,544 kbit/s; the paper's 1,510 kbit/s is the same measurement on a line that loses ≈2% to HDLC framing. The client times arrivals by the kernel's receive timestamps (`SO_TIMESTAMPNS`), so its own wake-up latency is not in the samples; the delay box's lateness (`delay_box_mean_late_us`) is.".into(),
             "The estimate spread is max/min − 1 over the servers' filtered estimates (each stream's CM filter: the densest 1% band of its last 32 samples), which ISCC uses.".into(),
         ],
         summary,
