@@ -17,8 +17,6 @@ use cm_experiments::plot::Plot;
 use cm_experiments::progress::Progress;
 use serde_json::json;
 
-use cm_netem::DelayBoxStats;
-
 use crate::RealOpts;
 use crate::error::Result;
 use crate::harness::{HostOptions, Rig};
@@ -28,30 +26,6 @@ use crate::scalability::{Warmup, run_one, t1_path};
 /// queues on the TUN device (no link header), so it is the line rate, as
 /// on the simulator's links (`within` and `pdf` are the simulator's).
 const IP_RATE_BPS: f64 = T1_BPS as f64;
-
-/// How late the path's delay box wrote forward packets during one run:
-/// the timing noise the emulator adds to every sample (its counters are
-/// cumulative, so a run's mean is the difference of two snapshots).
-struct BoxTiming {
-    mean_late_us: f64,
-    realtime: bool,
-}
-
-impl BoxTiming {
-    fn between(before: &DelayBoxStats, after: &DelayBoxStats) -> Self {
-        let (a, b) = (&before.forward, &after.forward);
-        let packets = b.packets.saturating_sub(a.packets);
-        let late_sum = b.mean_late_us * b.packets as f64 - a.mean_late_us * a.packets as f64;
-        BoxTiming {
-            mean_late_us: if packets == 0 {
-                0.0
-            } else {
-                late_sum / packets as f64
-            },
-            realtime: after.realtime,
-        }
-    }
-}
 
 /// Run the experiment.
 pub fn run(opts: &RealOpts) -> Result<Output> {
@@ -74,7 +48,13 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
             Warmup::fixed(warm),
             measure,
         )?);
-        timing.push(BoxTiming::between(&before, &rig.path().stats()?.delay_box));
+        // How late the delay box wrote this run's forward packets: the timing
+        // noise the emulator adds to every sample, and whether it ran real-time.
+        let after = rig.path().stats()?.delay_box;
+        timing.push((
+            after.forward.mean_late_us_since(&before.forward),
+            after.realtime,
+        ));
         bar.tick();
         std::thread::sleep(std::time::Duration::from_secs(1));
     }
@@ -84,7 +64,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     let mut metrics = serde_json::Map::new();
     let mut summary = Vec::new();
     let mut rows = Vec::new();
-    for (r, t) in runs.iter().zip(&timing) {
+    for (r, &(late_us, realtime)) in runs.iter().zip(&timing) {
         let n = r.n;
         let s: Vec<f64> = r.samples.iter().flatten().copied().collect();
         let total = s.len().max(1) as f64;
@@ -117,8 +97,8 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
             w7 * 100.0,
             est.len(),
             spread * 100.0,
-            t.mean_late_us,
-            if t.realtime { "" } else { " (not real-time)" }
+            late_us,
+            if realtime { "" } else { " (not real-time)" }
         ));
         metrics.insert(
             format!("flows_{n}"),
@@ -126,7 +106,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
                    "below_7pct": below, "p10_bps": q(0.1), "p25_bps": q(0.25), "p75_bps": q(0.75), "p90_bps": q(0.9),
                    "estimates": est.len(), "estimate_spread": spread,
                    "estimate_min_bps": emin, "estimate_max_bps": emax, "loss": r.loss,
-                   "delay_box_mean_late_us": t.mean_late_us, "delay_box_realtime": t.realtime}),
+                   "delay_box_mean_late_us": late_us, "delay_box_realtime": realtime}),
         );
         rows.push((n, w2, w7, est.len(), spread));
     }

@@ -28,8 +28,8 @@
 //!
 //! [`Path`]: crate::Path
 
-use std::collections::VecDeque;
 use std::fs::File;
+use std::io;
 use std::num::NonZeroU64;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -161,6 +161,20 @@ pub struct DirectionStats {
     /// Extra copies written (duplication; forward direction only).
     #[serde(default)]
     pub duplicated: u64,
+}
+
+impl DirectionStats {
+    /// The mean lateness of the writes since `earlier` (a snapshot of the same
+    /// direction taken before), in microseconds; 0 if there were none.
+    pub fn mean_late_us_since(&self, earlier: &DirectionStats) -> f64 {
+        let packets = self.packets.saturating_sub(earlier.packets);
+        if packets == 0 {
+            return 0.0;
+        }
+        let sum =
+            self.mean_late_us * self.packets as f64 - earlier.mean_late_us * earlier.packets as f64;
+        sum / packets as f64
+    }
 }
 
 /// Counters of the delay box, both directions.
@@ -321,18 +335,23 @@ fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters, ctl: &Cont
     // CPU use is bounded (it sleeps between deadlines, spins at most ~200 µs).
     c.realtime
         .store(set_realtime(REALTIME_PRIORITY).is_ok(), Ordering::Relaxed);
-    let mut st = State {
-        queues: [VecDeque::new(), VecDeque::new()],
-        held: [VecDeque::new(), VecDeque::new()],
-        left: [None, None],
-        rng: SplitMix64::from_clock(),
-        pool: Vec::new(),
-        buf: vec![0u8; 65536],
-    };
+    if serve(&tuns, &mut State::new(delay), &wake, c, ctl).is_err() {
+        c.failed.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Forward packets until asked to stop (`Ok`) or a device fails (`Err`).
+fn serve(
+    tuns: &[File; 2],
+    st: &mut State,
+    wake: &OwnedFd,
+    c: &Counters,
+    ctl: &Controls,
+) -> io::Result<()> {
     let mut oversleep_ns: f64 = 50_000.0;
     loop {
         // Deliver everything that is due.
-        let next = st.deliver_due(&tuns, Instant::now(), c);
+        let next = st.deliver_due(tuns, Instant::now(), c);
         // Sleep until shortly before the next deadline (by the wake-up latency seen so
         // far), then spin the last stretch: writes land within a few µs of their time.
         let mut timeout = None;
@@ -345,10 +364,7 @@ fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters, ctl: &Cont
                 // stamped now and not when the spin ends.
                 while Instant::now() < n {
                     for (i, tun) in tuns.iter().enumerate() {
-                        if st.read_ready(i, tun, delay, c, ctl).is_err() {
-                            c.failed.store(true, Ordering::Relaxed);
-                            return;
-                        }
+                        st.read_ready(i, tun, c, ctl)?;
                     }
                     std::hint::spin_loop();
                 }
@@ -361,15 +377,12 @@ fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters, ctl: &Cont
         let mut fds = [
             PollFd::new(&tuns[0], PollFlags::IN),
             PollFd::new(&tuns[1], PollFlags::IN),
-            PollFd::new(&wake, PollFlags::IN),
+            PollFd::new(wake, PollFlags::IN),
         ];
         match rustix::event::poll(&mut fds, timeout.as_ref()) {
             Ok(_) => {}
             Err(rustix::io::Errno::INTR) => continue,
-            Err(_) => {
-                c.failed.store(true, Ordering::Relaxed);
-                return;
-            }
+            Err(e) => return Err(e.into()),
         }
         let revents = [fds[0].revents(), fds[1].revents(), fds[2].revents()];
         if let Some(w) = wake_at {
@@ -380,17 +393,15 @@ fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters, ctl: &Cont
             }
         }
         if !revents[2].is_empty() {
-            return; // asked to stop
+            return Ok(()); // asked to stop
         }
         for (i, tun) in tuns.iter().enumerate() {
             let ev = revents[i];
             if ev.intersects(PollFlags::ERR | PollFlags::HUP | PollFlags::NVAL) {
-                c.failed.store(true, Ordering::Relaxed);
-                return;
+                return Err(io::Error::other("TUN device error"));
             }
-            if ev.contains(PollFlags::IN) && st.read_ready(i, tun, delay, c, ctl).is_err() {
-                c.failed.store(true, Ordering::Relaxed);
-                return;
+            if ev.contains(PollFlags::IN) {
+                st.read_ready(i, tun, c, ctl)?;
             }
         }
     }
@@ -399,6 +410,19 @@ fn run(tuns: [File; 2], delay: Duration, wake: OwnedFd, c: &Counters, ctl: &Cont
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mean_lateness_since_a_snapshot_counts_only_the_later_writes() {
+        let at = |packets, mean_late_us| DirectionStats {
+            packets,
+            mean_late_us,
+            ..DirectionStats::default()
+        };
+        // 100 writes 10 µs late, then 300 more 50 µs late: 40 µs over all 400.
+        let (before, after) = (at(100, 10.0), at(400, 40.0));
+        assert!((after.mean_late_us_since(&before) - 50.0).abs() < 1e-9);
+        assert_eq!(after.mean_late_us_since(&after), 0.0, "no writes since");
+    }
 
     #[test]
     fn thresholds_and_draws() {

@@ -61,25 +61,39 @@ fn pop_due(
 
 /// The box's packets and scratch space, per direction where it matters.
 pub(super) struct State {
+    /// The one-way delay.
+    delay: Duration,
     /// Packets at the one-way delay (FIFO, sorted by deadline).
-    pub(super) queues: [VecDeque<Slot>; 2],
+    queues: [VecDeque<Slot>; 2],
     /// Held-back packets (sorted by deadline).
-    pub(super) held: [VecDeque<Slot>; 2],
+    held: [VecDeque<Slot>; 2],
     /// When the last packet read in each direction left its line ([`departure`]).
-    pub(super) left: [Option<Instant>; 2],
-    pub(super) rng: SplitMix64,
-    pub(super) pool: Vec<Vec<u8>>,
-    pub(super) buf: Vec<u8>,
+    left: [Option<Instant>; 2],
+    rng: SplitMix64,
+    pool: Vec<Vec<u8>>,
+    buf: Vec<u8>,
 }
 
 impl State {
+    /// Empty queues for a box with one-way delay `delay`.
+    pub(super) fn new(delay: Duration) -> Self {
+        State {
+            delay,
+            queues: [VecDeque::new(), VecDeque::new()],
+            held: [VecDeque::new(), VecDeque::new()],
+            left: [None, None],
+            rng: SplitMix64::from_clock(),
+            pool: Vec::new(),
+            buf: vec![0u8; 65536],
+        }
+    }
+
     /// Read what direction `i`'s device holds (at most [`READ_BATCH`] packets) and
     /// queue each packet at its deadline.
     pub(super) fn read_ready(
         &mut self,
         i: usize,
         tun: &File,
-        delay: Duration,
         c: &Counters,
         ctl: &Controls,
     ) -> io::Result<()> {
@@ -98,7 +112,7 @@ impl State {
                     let mut pkt = self.pool.pop().unwrap_or_else(|| Vec::with_capacity(2048));
                     pkt.clear();
                     pkt.extend_from_slice(&self.buf[..n]);
-                    self.enqueue(i, left + delay, pkt, c, ctl);
+                    self.enqueue(i, left + self.delay, pkt, c, ctl);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
