@@ -212,7 +212,7 @@ packets); 100 Mbit/s, 5 ms gave 99.93 Mbit/s and 10.12 ms against 10.01. The
 delay box forwards about 210,000 small packets per second (two runs of
 `cargo run --release -p cm-netem --example delaybox_rate`: 207,000 and
 213,000), 25 times what 100 Mbit/s of full-size packets needs, and
-1200-byte packets at 960–990 Mbit/s.
+1200-byte packets at 959–994 Mbit/s.
 
 ```sh
 cargo run --release -p cm-netem -- selftest --rate 10mbit --delay 30ms --loss 0.01   # measure a path
