@@ -96,6 +96,14 @@ impl AlfChannel {
         self.acct = Accounting::with_feedback_hold(hold);
     }
 
+    /// The peer acknowledges once per round trip (a NACK-based receiver
+    /// reporting once per control interval): the retransmission timeout
+    /// waits one smoothed RTT longer (`Accounting::acks_once_per_rtt`).
+    /// Call before sending, after [`AlfChannel::set_feedback_hold`].
+    pub fn set_acks_once_per_rtt(&mut self) {
+        self.acct = std::mem::take(&mut self.acct).acks_once_per_rtt();
+    }
+
     /// The CM flow.
     pub fn flow(&self) -> FlowId {
         self.flow

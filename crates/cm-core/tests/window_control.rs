@@ -292,6 +292,73 @@ fn regression_a_slow_rate_based_flow_is_not_aged_between_its_packets() {
     assert!(aging_steps("aimd") > 0, "window-based AIMD ages as before");
 }
 
+/// A rate-based flow's receiver reports once per control interval (one
+/// RTT), so its report for data sent just after the last one comes up to
+/// two RTTs later: aging waits RFC 5348 §4.4's four RTTs for it, where a
+/// window-based flow ages past srtt + 4 rttvar as sigcomm1999 §4.4 says.
+#[test]
+fn a_rate_based_flow_is_aged_only_after_four_rtts_without_a_report() {
+    let first_aging_after = |spec: &str| {
+        let cfg = Config {
+            mtu: Bytes(1472),
+            controller: spec.parse().unwrap(),
+            ..Config::default()
+        };
+        let mut cm = CongestionManager::new(cfg).unwrap();
+        let c = cm.register_client(Instant::ZERO).unwrap();
+        let f = cm
+            .open(
+                Instant::ZERO,
+                c,
+                OpenParams::to("192.0.2.1:9".parse().unwrap()),
+            )
+            .unwrap();
+        let mf = cm.macroflow_of(f).unwrap();
+        let rtt = Duration::from_millis(100);
+        let mut now = Instant::ZERO;
+        // Steady 100 ms samples, one packet per round (granted as the
+        // shaper allows), then one more packet with no report for it.
+        let send_one = |cm: &mut CongestionManager, now: &mut Instant| {
+            cm.request_mtus(*now, f, 1).unwrap();
+            for _ in 0..1000 {
+                cm.handle_timeout(*now);
+                while let Some(ev) = cm.poll_event() {
+                    if let Event::Grant { bytes, .. } = ev {
+                        cm.notify(*now, f, bytes).unwrap();
+                        return bytes.get();
+                    }
+                }
+                *now += Duration::from_millis(1);
+            }
+            panic!("no grant in a second");
+        };
+        for _ in 0..8 {
+            let sent = send_one(&mut cm, &mut now);
+            now += rtt;
+            cm.update(now, f, Feedback::acked(sent, rtt)).unwrap();
+        }
+        let last_report = now;
+        send_one(&mut cm, &mut now);
+        assert_eq!(cm.macroflow_info(mf).unwrap().aging_steps, 0);
+        while cm.macroflow_info(mf).unwrap().aging_steps == 0 {
+            now += Duration::from_millis(5);
+            cm.handle_timeout(now);
+            assert!(now < last_report + Duration::from_secs(2), "never aged");
+        }
+        now.saturating_since(last_report)
+    };
+    let iscc = first_aging_after("iscc:capacity=1544k,initial_rate=1000k,slow_start=false");
+    assert!(
+        iscc >= Duration::from_millis(400) && iscc <= Duration::from_millis(450),
+        "iscc aged {iscc:?} after its last report"
+    );
+    let aimd = first_aging_after("aimd");
+    assert!(
+        aimd < Duration::from_millis(200),
+        "window-based AIMD aged {aimd:?} after its last report"
+    );
+}
+
 /// A macroflow that resumes another CM's window (libcm standing in for a
 /// daemon that went away) starts there, in congestion avoidance, with the
 /// RTT it was given, so its rate is that window per RTT at once (not an

@@ -177,6 +177,14 @@ impl AlfApp {
         self
     }
 
+    /// The same app, for a receiver that acknowledges once per RTT: the
+    /// retransmission timeout waits one smoothed RTT longer
+    /// (`Accounting::acks_once_per_rtt`).
+    pub fn with_acks_once_per_rtt(mut self) -> Self {
+        self.acct = std::mem::take(&mut self.acct).acks_once_per_rtt();
+        self
+    }
+
     /// The same app, sending bunches of `len` packets (at least 3).
     pub fn with_bursts(mut self, len: u8) -> Result<Self, cm_core::ConfigError> {
         self.bursts = Some(BurstSchedule::new(len)?);

@@ -108,6 +108,8 @@ impl VideoServer {
         if let Some(hold) = cfg.feedback_hold {
             channel.set_feedback_hold(hold);
         }
+        // The client acknowledges on its own clock, once per RTT.
+        channel.set_acks_once_per_rtt();
         setup(
             "setting the controller",
             c.set_controller(channel.flow(), &cfg.controller)

@@ -177,17 +177,20 @@ impl CongestionManager {
             (Some(srtt), None) => srtt + self.cfg.aging_grace,
             _ => self.cfg.initial_rto,
         };
-        // For a rate-based controller, nor before the data itself could
-        // have produced a response: a slow sender's receiver has nothing to
-        // report between its packets (RFC 5348 §4.4 arms TFRC's no-feedback
-        // timer at max(4R, 2s/X) for this reason). Four packet times at the
-        // controller's rate cover a packet bunch of three (iscc §VI-B) and
-        // the next one. ACK-clocked windows keep the papers' rule.
+        // A rate-based controller's receiver reports once per control
+        // interval, not per packet, and a slow sender's receiver has
+        // nothing to report between its packets: its feedback is late only
+        // past RFC 5348 §4.4's no-feedback timer, max(4R, 2s/X). Four
+        // round trips, and four packet times at the controller's rate
+        // (which cover a packet bunch of three, iscc §VI-B, and the next
+        // one). ACK-clocked windows keep the papers' rule.
         let packets = if m.controller.rate_based() {
+            let four_rtts = m.rtt.srtt().map_or(Duration::ZERO, |r| r.saturating_mul(4));
             m.controller
                 .rate(m.rtt.srtt())
                 .and_then(|r| r.time_to_send(Bytes(m.mtu.get().saturating_mul(4))))
                 .unwrap_or(Duration::ZERO)
+                .max(four_rtts)
         } else {
             Duration::ZERO
         };

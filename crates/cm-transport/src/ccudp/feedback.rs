@@ -89,6 +89,9 @@ pub struct Accounting {
     /// How long the peer may hold its acknowledgements back, added to the
     /// timeout ([`Accounting::with_feedback_hold`]).
     hold: Duration,
+    /// The peer acknowledges once per RTT: the timeout also waits one
+    /// smoothed RTT longer ([`Accounting::acks_once_per_rtt`]).
+    per_rtt: bool,
     /// Recently declared lost and already dropped from `slots`: seq →
     /// bytes, to recognise a late arrival (oldest evicted first).
     recent_lost: HashMap<u64, u32>,
@@ -118,6 +121,7 @@ impl Accounting {
             rtt: RttEstimator::new(MIN_RTO, MAX_RTO, INITIAL_RTO),
             timer: None,
             hold: Duration::ZERO,
+            per_rtt: false,
             recent_lost: HashMap::new(),
             recent_lost_order: VecDeque::new(),
             counters: Counters::default(),
@@ -134,6 +138,18 @@ impl Accounting {
             hold,
             ..Accounting::new()
         }
+    }
+
+    /// The same accounting, for a peer that acknowledges once per round
+    /// trip instead of at each arrival (a NACK-based receiver reporting
+    /// once per control interval `R = RTT`, iscc §II): an acknowledgement
+    /// may wait up to one RTT at the peer, so the timeout waits one smoothed
+    /// RTT longer than RFC 6298's. Without it, a timeout floored at 200 ms
+    /// on a 100 ms path expires on acknowledgements that are on their way,
+    /// and each such expiry is reported to the CM as persistent congestion.
+    pub fn acks_once_per_rtt(mut self) -> Self {
+        self.per_rtt = true;
+        self
     }
 
     /// The sequence number the next datagram gets.
@@ -344,8 +360,12 @@ impl Accounting {
 
     /// When [`Accounting::handle_timeout`] is next due.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        let report_wait = match (self.per_rtt, self.rtt.srtt()) {
+            (true, Some(srtt)) => srtt,
+            _ => Duration::ZERO,
+        };
         self.timer
-            .map(|t| t.saturating_add(self.rtt.rto() + self.hold))
+            .map(|t| t.saturating_add(self.rtt.rto() + self.hold + report_wait))
     }
 
     /// If the timeout has passed at `now`: everything in flight is lost to

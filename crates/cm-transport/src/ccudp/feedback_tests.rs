@@ -207,6 +207,37 @@ fn a_peer_that_holds_its_acks_back_is_not_timed_out_before_the_hold() {
 }
 
 #[test]
+fn a_peer_acking_once_per_rtt_gets_one_more_srtt_before_the_timeout() {
+    // A 100 ms path whose receiver holds each ack up to one RTT: the ack
+    // for a datagram sent at 0 arrives at 200 ms, which RFC 6298's timeout
+    // (200 ms floor) would already have declared lost.
+    let mut p = Pair::sent(0);
+    p.tx = Accounting::new().acks_once_per_rtt();
+    p.tx.on_queued(LEN);
+    p.tx.on_departed(t(0));
+    p.arrive(0, t(50));
+    let a = p.ack(t(150));
+    assert!(p.deliver(&a, t(200)).is_some());
+    let srtt = p.tx.srtt().unwrap();
+    assert_eq!(srtt, Duration::from_millis(100));
+    p.tx.on_queued(LEN);
+    p.tx.on_departed(t(300));
+    let due = p.tx.poll_timeout().unwrap();
+    assert_eq!(due, t(300).saturating_add(p.tx.rto() + srtt));
+    // The next ack, held a full RTT again, comes in time: no timeout.
+    p.arrive(1, t(350));
+    assert!(p.tx.handle_timeout(t(300).saturating_add(p.tx.rto())).is_none());
+    let a = p.ack(t(450));
+    let fb = p.deliver(&a, t(500)).unwrap();
+    assert_eq!((fb.nrecd.get(), p.tx.counters.timeouts), (1000, 0));
+    // Without the report wait, the same timer is due one srtt earlier.
+    let mut plain = Accounting::new();
+    plain.on_queued(LEN);
+    plain.on_departed(t(0));
+    assert_eq!(plain.poll_timeout(), Some(t(0).saturating_add(INITIAL_RTO)));
+}
+
+#[test]
 fn timeout_without_acks_is_persistent_loss_and_backs_off() {
     let mut p = Pair::sent(3);
     assert_eq!(p.tx.poll_timeout(), Some(t(0).saturating_add(INITIAL_RTO)));

@@ -261,7 +261,8 @@ pub fn run(p: &T1Params) -> Result<T1Run, AlfError> {
         let start = Instant::ZERO + Duration::from_micros((p.stagger_s * 1e6) as u64 * i as u64);
         let app = AlfApp::new(rx, FlowTag(i as u32 + 1), start, 1)
             .with_bursts(BURST)?
-            .with_timeouts();
+            .with_timeouts()
+            .with_acks_once_per_rtt();
         sim.attach(tx, AlfSender::new(cfg.clone(), vec![app])?)?;
         // NACK-based: one report per RTT (iscc §II: R = RTT).
         sim.attach(
