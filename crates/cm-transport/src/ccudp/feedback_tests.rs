@@ -226,7 +226,10 @@ fn a_peer_acking_once_per_rtt_gets_one_more_srtt_before_the_timeout() {
     assert_eq!(due, t(300).saturating_add(p.tx.rto() + srtt));
     // The next ack, held a full RTT again, comes in time: no timeout.
     p.arrive(1, t(350));
-    assert!(p.tx.handle_timeout(t(300).saturating_add(p.tx.rto())).is_none());
+    assert!(
+        p.tx.handle_timeout(t(300).saturating_add(p.tx.rto()))
+            .is_none()
+    );
     let a = p.ack(t(450));
     let fb = p.deliver(&a, t(500)).unwrap();
     assert_eq!((fb.nrecd.get(), p.tx.counters.timeouts), (1000, 0));
