@@ -28,12 +28,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-use cm_core::{
-    Bytes, Config, CongestionManager, Duration, Event, Feedback, FlowId, Instant, OpenParams,
-};
+use cm_core::{Bytes, CongestionManager, Duration, Event, Feedback, FlowId, Instant};
 
 mod common;
-use common::one_flow;
+use common::{one_flow, one_flow_with};
 
 /// Ask for `k` MTUs and send each grant at once (one notify per grant: each
 /// answers the oldest one). Returns the bytes sent.
@@ -230,21 +228,7 @@ fn regression_open_loop_sends_about_one_window_when_the_half_life_is_floored() {
 #[test]
 fn regression_a_slow_rate_based_flow_is_not_aged_between_its_packets() {
     let aging_steps = |spec: &str| {
-        let cfg = Config {
-            mtu: Bytes(1472),
-            controller: spec.parse().unwrap(),
-            ..Config::default()
-        };
-        let mut cm = CongestionManager::new(cfg).unwrap();
-        let c = cm.register_client(Instant::ZERO).unwrap();
-        let f = cm
-            .open(
-                Instant::ZERO,
-                c,
-                OpenParams::to("192.0.2.1:9".parse().unwrap()),
-            )
-            .unwrap();
-        let mf = cm.macroflow_of(f).unwrap();
+        let (mut cm, f, mf) = one_flow_with(spec);
         let t = |ms: u64| Instant::from_micros(ms * 1000);
         // A first report gives an RTT sample of 100 ms.
         send_round(&mut cm, f, t(0), 1);
@@ -299,21 +283,7 @@ fn regression_a_slow_rate_based_flow_is_not_aged_between_its_packets() {
 #[test]
 fn a_rate_based_flow_is_aged_only_after_four_rtts_without_a_report() {
     let first_aging_after = |spec: &str| {
-        let cfg = Config {
-            mtu: Bytes(1472),
-            controller: spec.parse().unwrap(),
-            ..Config::default()
-        };
-        let mut cm = CongestionManager::new(cfg).unwrap();
-        let c = cm.register_client(Instant::ZERO).unwrap();
-        let f = cm
-            .open(
-                Instant::ZERO,
-                c,
-                OpenParams::to("192.0.2.1:9".parse().unwrap()),
-            )
-            .unwrap();
-        let mf = cm.macroflow_of(f).unwrap();
+        let (mut cm, f, mf) = one_flow_with(spec);
         let rtt = Duration::from_millis(100);
         let mut now = Instant::ZERO;
         // Steady 100 ms samples, one packet per round (granted as the
