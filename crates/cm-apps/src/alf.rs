@@ -90,16 +90,17 @@ impl AlfChannel {
 
     /// The peer holds its acknowledgements back for up to `hold` (it
     /// reports in batches): the retransmission timeout stays above it
-    /// (`Accounting::with_feedback_hold`). Call before sending.
+    /// (`Accounting::feedback_hold`). Call before sending; it keeps
+    /// [`AlfChannel::set_acks_once_per_rtt`], whichever comes first.
     pub fn set_feedback_hold(&mut self, hold: StdDuration) {
         let hold = cm_core::Duration::from_micros(hold.as_micros() as u64);
-        self.acct = Accounting::with_feedback_hold(hold);
+        self.acct = std::mem::take(&mut self.acct).feedback_hold(hold);
     }
 
     /// The peer acknowledges once per round trip (a NACK-based receiver
     /// reporting once per control interval): the retransmission timeout
     /// waits one smoothed RTT longer (`Accounting::acks_once_per_rtt`).
-    /// Call before sending, after [`AlfChannel::set_feedback_hold`].
+    /// Call before sending.
     pub fn set_acks_once_per_rtt(&mut self) {
         self.acct = std::mem::take(&mut self.acct).acks_once_per_rtt();
     }

@@ -55,7 +55,7 @@
 //! | 7 | reliable | Linux TCP (`TCP_NODELAY` with a delay target; on/off send buffer) | RFC 9293, paper §2.1; RFC 2861 |
 //! | 8 | unreliable, preserveOrder Require | error [`SelectError::OrderWithoutReliability`] | RFC 9622 §6.2.4 |
 //! | 9 | unreliable, preserveMsgBoundaries Prohibit | error [`SelectError::UnreliableStream`] | RFC 9622 §6.2.2 |
-//! | 10 | unreliable, feedback NACK | CC-UDP with ISCC(l=2) | iscc §V-D: loss independent of the number of flows |
+//! | 10 | unreliable, feedback NACK | CC-UDP with ISCC(l=2) | iscc §V-D: loss that grows little with the number of flows |
 //! | 11 | unreliable, delay target | CC-UDP with TFRC, one-packet queue | RFC 5348 §1 (smooth rate for telephony, streaming); paper §4.3.1 (MAXQ 1) |
 //! | 12 | unreliable, rate steps (layered) | CC-UDP with binomial SQRT | Bansal & Balakrishnan 2001 (paper ref. \[7\]); paper §4.1 |
 //! | 13 | unreliable, rate bounds | CC-UDP with binomial IIAD | Bansal & Balakrishnan 2001; paper §4.1 |

@@ -134,10 +134,15 @@ impl Accounting {
     /// a batch that is merely late is not taken for persistent congestion.
     /// (The RTT samples leave the hold out: the ack echoes it.)
     pub fn with_feedback_hold(hold: Duration) -> Self {
-        Accounting {
-            hold,
-            ..Accounting::new()
-        }
+        Accounting::new().feedback_hold(hold)
+    }
+
+    /// The same accounting, for a peer that holds its acknowledgements
+    /// back for up to `hold` ([`Accounting::with_feedback_hold`]); it
+    /// keeps every other setting, so the builders compose in any order.
+    pub fn feedback_hold(mut self, hold: Duration) -> Self {
+        self.hold = hold;
+        self
     }
 
     /// The same accounting, for a peer that acknowledges once per round

@@ -241,6 +241,33 @@ fn a_peer_acking_once_per_rtt_gets_one_more_srtt_before_the_timeout() {
 }
 
 #[test]
+fn the_hold_and_the_once_per_rtt_wait_add_up_in_either_order() {
+    // A peer that batches its acks and reports once per RTT: both waits
+    // count, whichever builder came first.
+    let hold = Duration::from_millis(500);
+    let due = |mut a: Accounting| {
+        a.on_queued(LEN);
+        a.on_departed(t(0));
+        let mut p = Pair::sent(0);
+        p.tx = a;
+        p.arrive(0, t(50));
+        let ack = p.ack(t(150));
+        assert!(p.deliver(&ack, t(200)).is_some());
+        p.tx.on_queued(LEN);
+        p.tx.on_departed(t(300));
+        let srtt = p.tx.srtt().unwrap();
+        (
+            p.tx.poll_timeout().unwrap(),
+            t(300).saturating_add(p.tx.rto() + hold + srtt),
+        )
+    };
+    let (a, want) = due(Accounting::with_feedback_hold(hold).acks_once_per_rtt());
+    assert_eq!(a, want);
+    let (b, want) = due(Accounting::new().acks_once_per_rtt().feedback_hold(hold));
+    assert_eq!(b, want);
+}
+
+#[test]
 fn timeout_without_acks_is_persistent_loss_and_backs_off() {
     let mut p = Pair::sent(3);
     assert_eq!(p.tx.poll_timeout(), Some(t(0).saturating_add(INITIAL_RTO)));
