@@ -213,16 +213,18 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
     // Fig 6 plots s_n: the schemes' order at the largest n. (The order of
     // p_n there also depends on where each scheme's p_2 fell in the
     // calibration band, a factor of 2 wide.)
+    let s_at = |s: &str, n: usize| {
+        metrics
+            .get(s)
+            .and_then(|v| v["points"].as_array())
+            .and_then(|pts| pts.iter().find(|p| p["n"].as_f64() == Some(n as f64)))
+            .and_then(|p| p["s_n"].as_f64())
+            .unwrap_or(f64::NAN)
+    };
     let s_order = order(
         p_max
             .iter()
-            .map(|&(s, last, _, _)| {
-                let p2 = metrics
-                    .get(s.label())
-                    .and_then(|v| v["p_2"].as_f64())
-                    .unwrap_or(f64::NAN);
-                (s, last / p2)
-            })
+            .map(|p| (p.0, s_at(p.0.label(), n_max)))
             .collect(),
     );
     let mut checks = vec![
@@ -279,14 +281,6 @@ pub fn run(opts: &Opts) -> Result<Output, ExperimentError> {
     };
     let pct = |v: f64| format!("{:.1}%", v * 100.0);
     let pct2 = |v: f64| format!("{:.2}%", v * 100.0);
-    let s_at = |s: &str, n: usize| {
-        metrics
-            .get(s)
-            .and_then(|v| v["points"].as_array())
-            .and_then(|pts| pts.iter().find(|p| p["n"].as_f64() == Some(n as f64)))
-            .and_then(|p| p["s_n"].as_f64())
-            .unwrap_or(f64::NAN)
-    };
     // How far AIMD's and TFRC's levels are below the paper's.
     let below = [0.22 / m("AIMD", "p_max"), 0.20 / m("TFRC", "p_max")];
     let notes = vec![
