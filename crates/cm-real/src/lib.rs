@@ -19,10 +19,10 @@
 //! | `real-collapse` | transport-selection-middleware §3, Figs 2–3 | `udp_collapse_ratio`, `cc_to_bottleneck` (Fig 1 topology, UDP vs CM proxies) |
 //! | `real-voip-proxy` | §4.3, Figs 6–7, Table 1 | `with_proxies_worst_off_capacity`, `without_fall_1x1_to_10x10`, delays per branch |
 //! | `real-delayed-feedback` | cm-implementation-linux §4.4, Fig 10 | the first rate report's delay, rate steps delayed / per-RTT (feedback delayed by min(500 acks, 2 s)) |
-//! | `real-layered` | cm-implementation-linux §3.4–3.5, Figs 8–9 | `worst_tracking_error`, `alf_switches_minus_rate`, `stream_to_reno_min/max` (layered streaming on a rate schedule) |
+//! | `real-layered` | cm-implementation-linux §3.4–3.5, Figs 8–9 | `worst_tracking_error`, `alf_switches_minus_rate`, `stream_to_reno_min/max`, `alf_ahead_stream_to_reno` (layered streaming on a rate schedule; Fig 8's server sending ahead) |
 //! | `real-bw-estimate` | iscc §VI-B, Fig 5 | samples within 2% (2 flows) and 7% (32 flows) of the T1 rate, the flows' agreement |
 //! | `real-scalability-t1` | iscc §VI-C, Fig 6 | `ISCC p_max / AIMD p_max`, the schemes' order (NACK-based video streams on a T1) |
-//! | `real-vat` | cm-implementation-linux §3.6, Fig 2 | `head_p95_to_fifo_p95`, `head_rate_to_reno_mean` (vat's drop-from-head vs FIFO buffer vs raw UDP beside Reno) |
+//! | `real-vat` | cm-implementation-linux §3.6, Fig 2 | `head_p95_to_fifo_p95`, `head_rate_to_fifo_rate`; `head_buffer_p95_to_fifo_buffer_p95` reported (vat's drop-from-head vs FIFO buffer vs raw UDP beside Reno) |
 //! | `kernel-ensemble` | sigcomm1999 §1/§5.1 with unmodified kernel TCP (`cmd --kernel-tcp`) | `outside_share_cm`, `outside_share_reno`, `jain_cm` |
 //! | `kernel-sharing` | cm-implementation-linux Fig 7 with unmodified kernel TCP | `later_improvement` |
 //! | `kernel-throughput` | cm-implementation-linux §4.1 with unmodified kernel TCP | `throughput_ratio`, the daemon's CPU per MB |

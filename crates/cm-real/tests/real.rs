@@ -176,10 +176,13 @@ fn real_voip_proxies_hold_the_capacity_at_every_count() {
 /// vat beside Reno (cm-implementation-linux §3.6): sharing one macroflow,
 /// so with the same load and the same share, the drop-from-head buffer
 /// delays frames less than a FIFO of the same size (95th percentile and
-/// mean wait in the buffer) without sending more. The experiment's stricter check (drop-from-head's 95th
-/// percentile at most half of FIFO's) is reported by `cm experiment
-/// real-vat` and not asserted: the network's queue is in both delays, and
-/// the runs give 0.51 to 0.55 (docs/apps.md).
+/// mean wait in the buffer) without sending more, and its 95th-percentile
+/// wait in the buffer, the part of the delay the policy decides, is at
+/// most half of FIFO's (0.36 in a full and a quick run). The experiment's
+/// check on the whole one-way delay (drop-from-head's 95th percentile at
+/// most half of FIFO's) is reported by `cm experiment real-vat` and not
+/// asserted: the network's queue is in both delays, and the runs give
+/// 0.505 to 0.55 (docs/apps.md).
 #[test]
 fn real_vat_drop_from_head_delays_less_than_a_fifo() {
     let Some(_serial) = root() else { return };
@@ -204,6 +207,10 @@ fn real_vat_drop_from_head_delays_less_than_a_fifo() {
         f(&head["sender"], "mean_buffer_ms") < f(&fifo["sender"], "mean_buffer_ms"),
         "{head:#?} {fifo:#?}"
     );
+    assert!(
+        f(&head["sender"], "p95_buffer_ms") <= 0.5 * f(&fifo["sender"], "p95_buffer_ms"),
+        "{head:#?} {fifo:#?}"
+    );
     let c = out
         .checks
         .iter()
@@ -216,9 +223,9 @@ fn real_vat_drop_from_head_delays_less_than_a_fifo() {
 /// (cm-implementation-linux Figs 8–9): both servers' layers track what the
 /// path leaves them, and ALF switches layers more often than rate
 /// callbacks. The experiment's TCP-friendliness band is reported, not
-/// asserted: the stream's top layer (1.75 Mbit/s) is under its share in
-/// the 4 Mbit/s phases, so it takes 0.74–0.84 of Reno's rate
-/// (docs/apps.md).
+/// asserted: on this path even the server that sends ahead, limited by
+/// the CM rather than by its layers, takes 0.72–0.79 of Reno's rate in
+/// full runs, and the live servers 0.73–0.84 (docs/apps.md).
 #[test]
 fn real_layered_layers_track_the_path_and_alf_switches_more() {
     let Some(_serial) = root() else { return };

@@ -52,6 +52,14 @@ pub struct ServerReport {
     pub updates: u64,
     /// `(seconds since start, layer)` of every frame.
     pub layers: Vec<(f64, u8)>,
+    /// Datagrams the client's acknowledgements reported received.
+    pub acked: u64,
+    /// Datagrams reported lost to the CM.
+    pub lost: u64,
+    /// Of those, acknowledged later (reordering or ack loss).
+    pub spurious: u64,
+    /// Retransmission timeouts of the channel (persistent-loss reports).
+    pub timeouts: u64,
 }
 
 enum Mode {
@@ -199,7 +207,18 @@ impl StreamServer {
 
     /// What it has done so far.
     pub fn report(&self) -> ServerReport {
-        self.report.clone()
+        let mut r = self.report.clone();
+        (r.acked, r.lost, r.spurious, r.timeouts) = match &self.mode {
+            Mode::Alf { ch, .. } => {
+                let c = ch.counters();
+                (c.acked, c.lost, c.spurious, c.timeouts)
+            }
+            Mode::Rate { cc, .. } => {
+                let s = cc.stats();
+                (s.acked, s.lost, s.spurious, s.timeouts)
+            }
+        };
+        r
     }
 
     /// The frame due now.

@@ -18,7 +18,7 @@ use libcm::ccudp::SharedCm;
 use crate::alf::AlfChannel;
 use serde::Serialize;
 
-use super::{Frame, Policer, Transport, VatConfig};
+use super::{DelayStats, Frame, Policer, Transport, VatConfig};
 
 /// What the sender did.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -35,6 +35,9 @@ pub struct SenderReport {
     pub left: u64,
     /// Mean wait in the application buffer, ms.
     pub mean_buffer_ms: f64,
+    /// 95th percentile of the wait in the application buffer, ms: the
+    /// part of the one-way delay that the buffer's policy decides.
+    pub p95_buffer_ms: f64,
     /// Frames the receiver acknowledged (through the CM).
     pub acked: u64,
     /// Channel datagrams declared lost in the network (through the CM).
@@ -62,6 +65,8 @@ pub struct VatSender {
     next_frame: Instant,
     seq: u64,
     report: SenderReport,
+    /// Every sent frame's wait in the buffer, ms.
+    waits_ms: Vec<f64>,
 }
 
 impl VatSender {
@@ -106,6 +111,7 @@ impl VatSender {
             next_frame: now,
             seq: 0,
             report: SenderReport::default(),
+            waits_ms: Vec::new(),
             cfg,
         })
     }
@@ -122,6 +128,7 @@ impl VatSender {
         r.buffer_drops = q.dropped;
         r.left = self.buffer.len() as u64;
         r.mean_buffer_ms = q.mean_wait().map_or(0.0, |d| d.as_secs_f64() * 1e3);
+        r.p95_buffer_ms = DelayStats::of(&self.waits_ms).p95_ms;
         if let Channel::Cm(c) = &self.channel {
             let s = c.counters();
             (r.acked, r.lost, r.timeouts) = (s.acked, s.lost, s.timeouts);
@@ -180,10 +187,11 @@ impl VatSender {
             return Ok(());
         };
         let mut cm = self.cm.borrow_mut();
-        let (buffer, sent) = (&mut self.buffer, &mut self.report.sent);
+        let (buffer, sent, waits) = (&mut self.buffer, &mut self.report.sent, &mut self.waits_ms);
         c.drive(&mut cm, |_| {
-            let (frame, _) = buffer.pop(cm_clock::now())?;
+            let (frame, wait) = buffer.pop(cm_clock::now())?;
             *sent += 1;
+            waits.push(wait.as_micros() as f64 / 1e3);
             Some(frame)
         })?;
         if !self.buffer.is_empty() {
