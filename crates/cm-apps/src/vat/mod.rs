@@ -29,6 +29,8 @@
 mod frame;
 mod policer;
 mod receiver;
+mod samples;
+mod seen;
 mod sender;
 mod stats;
 

@@ -18,7 +18,8 @@ use libcm::ccudp::SharedCm;
 use crate::alf::AlfChannel;
 use serde::Serialize;
 
-use super::{DelayStats, Frame, Policer, Transport, VatConfig};
+use super::samples::Samples;
+use super::{Frame, Policer, Transport, VatConfig};
 
 /// What the sender did.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -65,8 +66,8 @@ pub struct VatSender {
     next_frame: Instant,
     seq: u64,
     report: SenderReport,
-    /// Every sent frame's wait in the buffer, ms.
-    waits_ms: Vec<f64>,
+    /// Sent frames' waits in the buffer, ms.
+    waits_ms: Samples,
 }
 
 impl VatSender {
@@ -111,7 +112,7 @@ impl VatSender {
             next_frame: now,
             seq: 0,
             report: SenderReport::default(),
-            waits_ms: Vec::new(),
+            waits_ms: Samples::new(),
             cfg,
         })
     }
@@ -128,7 +129,7 @@ impl VatSender {
         r.buffer_drops = q.dropped;
         r.left = self.buffer.len() as u64;
         r.mean_buffer_ms = q.mean_wait().map_or(0.0, |d| d.as_secs_f64() * 1e3);
-        r.p95_buffer_ms = DelayStats::of(&self.waits_ms).p95_ms;
+        r.p95_buffer_ms = self.waits_ms.stats().p95_ms;
         if let Channel::Cm(c) = &self.channel {
             let s = c.counters();
             (r.acked, r.lost, r.timeouts) = (s.acked, s.lost, s.timeouts);

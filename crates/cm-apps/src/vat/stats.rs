@@ -5,6 +5,8 @@
 use serde::Serialize;
 
 use super::Frame;
+use super::samples::Samples;
+use super::seen::{Seen, SeenSet};
 
 /// Delay figures of the frames that arrived, ms.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -58,6 +60,10 @@ pub struct VatReport {
     pub loss: f64,
     /// Duplicated frames.
     pub duplicates: u64,
+    /// Frames that came more than 4096 frames (82 s at 20 ms) behind the
+    /// newest: ignored, too late to play and too old to tell apart from
+    /// duplicates.
+    pub too_old: u64,
     /// Datagrams that were not vat frames (or not CC-UDP, through the CM).
     pub malformed: u64,
     /// One-way delay.
@@ -72,9 +78,8 @@ pub struct VatReport {
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
     report: VatReport,
-    delays_ms: Vec<f64>,
-    seen: std::collections::HashSet<u64>,
-    highest: Option<u64>,
+    delays_ms: Samples,
+    seen: SeenSet,
     /// The previous frame's (arrival − made), ns, for the jitter.
     last_transit: Option<i128>,
     jitter_ns: f64,
@@ -86,12 +91,18 @@ pub(crate) struct Tally {
 impl Tally {
     /// A frame arrived at `now_ns` (Unix ns).
     pub(crate) fn frame(&mut self, f: Frame, now_ns: u64) {
-        if !self.seen.insert(f.seq) {
-            self.report.duplicates += 1;
-            return;
+        match self.seen.insert(f.seq) {
+            Seen::New => {}
+            Seen::Duplicate => {
+                self.report.duplicates += 1;
+                return;
+            }
+            Seen::TooOld => {
+                self.report.too_old += 1;
+                return;
+            }
         }
         self.report.frames += 1;
-        self.highest = Some(self.highest.map_or(f.seq, |h| h.max(f.seq)));
         let transit = i128::from(now_ns) - i128::from(f.made_ns);
         self.delays_ms.push(transit as f64 / 1e6);
         if let Some(prev) = self.last_transit {
@@ -125,10 +136,10 @@ impl Tally {
     pub(crate) fn report(&self) -> VatReport {
         let mut r = self.report.clone();
         r.malformed += self.channel_malformed;
-        r.expected = self.highest.map_or(0, |h| h + 1);
+        r.expected = self.seen.highest().map_or(0, |h| h.saturating_add(1));
         r.lost = r.expected.saturating_sub(r.frames);
         r.loss = r.lost as f64 / r.expected.max(1) as f64;
-        r.delay = DelayStats::of(&self.delays_ms);
+        r.delay = self.delays_ms.stats();
         r.jitter_ms = self.jitter_ns / 1e6;
         for (i, s) in r.seconds.iter_mut().enumerate() {
             s.t = i as u32;
