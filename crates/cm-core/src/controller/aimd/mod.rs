@@ -365,9 +365,22 @@ impl Controller for Aimd {
     fn on_congestion(&mut self, ev: &CongestionEvent) {
         match ev.kind {
             CongestionKind::Transient | CongestionKind::Ecn => {
-                // Halve at most once per RTT (RFC 3168 §6.1.2 for ECN; one
-                // reduction per window of data for loss, RFC 6582).
-                if self.recovery_until.is_some_and(|t| ev.now < t) {
+                // Halve at most once per window of data (RFC 6582 §3.2: a
+                // loss of data sent before the last reduction belongs to
+                // it, however late it is detected; ECN alike, RFC 3168
+                // §6.1.2) and at most once per RTT. `ev.in_flight` is after
+                // this report: with its lost bytes added back, what the
+                // report resolved before them counts as resolved, so an
+                // episode may end early, never late. Without the window
+                // rule, a loss found more than an srtt after the first
+                // (a queue that grew since srtt was measured) halved the
+                // window again where NewReno does not.
+                let in_flight_before = ev.in_flight + ev.lost;
+                let in_episode = matches!(
+                    self.episode(in_flight_before),
+                    Some(CongestionKind::Transient | CongestionKind::Ecn)
+                );
+                if in_episode || self.recovery_until.is_some_and(|t| ev.now < t) {
                     return;
                 }
                 self.halve();

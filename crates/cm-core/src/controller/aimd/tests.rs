@@ -203,6 +203,38 @@ fn regression_no_window_growth_during_fast_recovery() {
     assert_eq!(c.window(), Bytes(6_000));
 }
 
+/// Regression (issue 17, real-layered): a loss of data sent before the
+/// last reduction, found more than an srtt after it (the queue grew since
+/// srtt was measured), halved the window a second time; NewReno reduces
+/// once per window of data (RFC 6582 §3.2), however late the loss is seen.
+#[test]
+fn regression_late_loss_of_the_same_window_does_not_halve_again() {
+    let mut c = aimd();
+    sent(&mut c, t(0), 20_000);
+    ack(&mut c, t(0), 10_000);
+    assert_eq!(c.window(), Bytes(20_000));
+    loss_in_flight(&mut c, t(100), CongestionKind::Transient, 1_000, 19_000);
+    assert_eq!(c.window(), Bytes(10_000));
+    // 150 ms later (srtt 100 ms): another datagram of the same 20 000
+    // bytes is found lost, with 12 000 of them still unresolved.
+    ack_in_flight(&mut c, t(240), 5_000, 19_000);
+    loss_in_flight(&mut c, t(250), CongestionKind::Transient, 1_000, 12_000);
+    assert_eq!(
+        c.window(),
+        Bytes(10_000),
+        "one reduction per window of data"
+    );
+    // ECN marks on that window are part of the same episode too.
+    loss_in_flight(&mut c, t(260), CongestionKind::Ecn, 0, 12_000);
+    assert_eq!(c.window(), Bytes(10_000));
+    // Once that window has left the network, a loss of data sent after
+    // the reduction halves again.
+    sent(&mut c, t(300), 10_000);
+    ack_in_flight(&mut c, t(350), 12_000, 22_000);
+    loss_in_flight(&mut c, t(400), CongestionKind::Transient, 1_000, 9_000);
+    assert_eq!(c.window(), Bytes(5_000));
+}
+
 /// Regression (issue 3, layered-audio q4 control): a timeout ending a
 /// failed fast recovery halved ssthresh a second time (to a quarter of
 /// the window, and to 2 MTU on a repeated timeout), where NewReno's
