@@ -201,6 +201,18 @@ pub(crate) struct GrantRec {
     pub seq: u64,
 }
 
+/// How a macroflow's controller answered congestion, for `cm stat`: the
+/// loss events it reacted to, comparable with a TCP's recoveries and
+/// timeouts (Linux's `TCPSackRecovery` and `TCPTimeouts` counters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CongestionCounters {
+    /// Transient-loss and ECN signals that lowered the window (one per
+    /// loss event: signals within a reduction already made do not lower it).
+    pub reductions: u64,
+    /// Persistent-congestion signals (retransmission timeouts).
+    pub timeouts: u64,
+}
+
 /// Counters kept per flow for `cm stat`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FlowCounters {

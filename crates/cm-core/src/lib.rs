@@ -98,7 +98,8 @@ pub use config::{Aging, Config};
 pub use error::{ConfigError, Error};
 pub use event::Event;
 pub use flow::{
-    Feedback, FlowCounters, LossMode, MacroflowKey, OpenParams, PathEstimate, Thresholds,
+    CongestionCounters, Feedback, FlowCounters, LossMode, MacroflowKey, OpenParams, PathEstimate,
+    Thresholds,
 };
 pub use id::{ClientId, FlowId, MacroflowId};
 pub use manager::{CongestionManager, FlowInfo, MacroflowInfo};

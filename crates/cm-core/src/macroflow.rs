@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use crate::bandwidth::CapacityFilter;
 use crate::controller::{AnyController, Controller};
-use crate::flow::MacroflowKey;
+use crate::flow::{CongestionCounters, MacroflowKey};
 use crate::id::FlowId;
 use crate::rtt::RttEstimator;
 use crate::scheduler::AnyScheduler;
@@ -111,6 +111,8 @@ pub(crate) struct Macroflow {
     /// feedback comes in batches (probe responses, sigcomm1999 §4.2.1);
     /// `None`: per-packet acknowledgements.
     pub feedback_lag: Option<u16>,
+    /// The loss events and timeouts its controller answered.
+    pub congestion: CongestionCounters,
 }
 
 impl Macroflow {
@@ -147,6 +149,7 @@ impl Macroflow {
             checkpoint: None,
             feedback_lag: None,
             filter: CapacityFilter::default(),
+            congestion: CongestionCounters::default(),
         }
     }
 

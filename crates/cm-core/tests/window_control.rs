@@ -380,3 +380,45 @@ fn a_resumed_macroflow_starts_from_the_window_in_congestion_avoidance() {
     let want = w * 1_000_000 / rtt.as_micros();
     assert!(rate.abs_diff(want) <= want / 100, "{rate} B/s, want {want}");
 }
+
+/// `cm stat`'s CUTS and RTOS: a loss event counts once however many
+/// signals report it (RFC 6582: one reduction per window of data), and
+/// every timeout counts.
+#[test]
+fn congestion_counters_count_loss_events_and_timeouts() {
+    use cm_core::{CongestionCounters, LossMode};
+    let (mut cm, f) = one_flow();
+    let mf = cm.macroflow_of(f).unwrap();
+    let mut now = Instant::ZERO;
+    let rtt = Duration::from_millis(50);
+    steady_rounds(&mut cm, f, &mut now, 5, 4, rtt);
+    let counters = |cm: &CongestionManager| cm.macroflow_info(mf).unwrap().congestion;
+    assert_eq!(counters(&cm), CongestionCounters::default());
+    let mtu = cm.macroflow_info(mf).unwrap().mtu.get();
+    let sent = send_round(&mut cm, f, now, 8);
+    // Three losses of one window, reported one by one: one event.
+    for _ in 0..3 {
+        now += Duration::from_millis(5);
+        cm.update(now, f, Feedback::lossy(mtu, 0, LossMode::Transient))
+            .unwrap();
+    }
+    let c = counters(&cm);
+    assert_eq!((c.reductions, c.timeouts), (1, 0));
+    // The rest of that window times out: a timeout, not another event.
+    now += Duration::from_secs(1);
+    cm.update(
+        now,
+        f,
+        Feedback::lossy(sent - 3 * mtu, 0, LossMode::Persistent),
+    )
+    .unwrap();
+    let c = counters(&cm);
+    assert_eq!((c.reductions, c.timeouts), (1, 1));
+    // New data, a new loss event.
+    steady_rounds(&mut cm, f, &mut now, 3, 4, rtt);
+    send_round(&mut cm, f, now, 4);
+    now += rtt;
+    cm.update(now, f, Feedback::lossy(mtu, 0, LossMode::Transient))
+        .unwrap();
+    assert_eq!(counters(&cm).reductions, 2);
+}

@@ -149,8 +149,9 @@ pub fn default_socket_path() -> std::path::PathBuf {
 /// version 3 the CM protocol's peer state of a flow to [`FlowStat`] (and
 /// `SetPeer`, `SetFeedbackLag`); version 4 the `CapacitySample` message
 /// (packet-bunch samples for a macroflow's capacity filter); version 5
-/// the kernel TCP connection's local address in [`FlowStat`].
-pub const VERSION: u8 = 5;
+/// the kernel TCP connection's local address in [`FlowStat`]; version 6
+/// a macroflow's loss events and timeouts in [`MacroflowStat`].
+pub const VERSION: u8 = 6;
 
 /// Frame magic, "CM" read as a little-endian u16.
 pub const MAGIC: u16 = u16::from_le_bytes(*b"CM");

@@ -27,6 +27,8 @@ pub fn macroflow_stat(m: &MacroflowInfo, uid: u32, capacity: Option<Rate>) -> Ma
         flows: u32::try_from(m.flows.len()).unwrap_or(u32::MAX),
         controller: crate::field::truncate(m.controller, crate::msg::MAX_NAME).to_owned(),
         capacity: capacity.map(Rate::bytes_per_sec),
+        reductions: m.congestion.reductions,
+        timeouts: m.congestion.timeouts,
     }
 }
 

@@ -32,7 +32,9 @@ use serde_json::json;
 
 use crate::RealOpts;
 use crate::error::{RealError, Result};
-use crate::harness::{HostOptions, Job, Rig, embedded_cm, rate_between};
+use crate::harness::{
+    HostOptions, Job, Rig, TcpLossEvents, embedded_cm, rate_between, tcp_loss_events,
+};
 
 /// The bottleneck's schedule, bits per second, one phase each.
 const SCHEDULE: [u64; 4] = [4_000_000, 1_000_000, 2_500_000, 4_000_000];
@@ -47,6 +49,11 @@ struct ApiRun {
     server: ServerReport,
     client: StreamReport,
     reno: Summary,
+    /// The stream's macroflow's loss events and timeouts, as its CM
+    /// counted them (`cm stat`'s CUTS and RTOS).
+    cm_events: TcpLossEvents,
+    /// Reno's, from the sender's `/proc/net/netstat`.
+    reno_events: TcpLossEvents,
     /// `cm_clock` seconds when the server started.
     t0: f64,
 }
@@ -102,9 +109,9 @@ fn run_api(api: Api, ahead: bool, phase: Duration) -> Result<ApiRun> {
             })?;
         std::thread::sleep(Duration::from_millis(300));
         let t0 = cm_clock::secs_since_epoch(Instant::now());
-        let server = rig
-            .path()
-            .spawn_in(Node::Sender, move || -> Result<ServerReport> {
+        let server = rig.path().spawn_in(
+            Node::Sender,
+            move || -> Result<(ServerReport, TcpLossEvents)> {
                 let cm = embedded_cm()?;
                 // Sent ahead, the stored stream is twice the schedule
                 // long, so that it does not run out before the schedule
@@ -126,13 +133,20 @@ fn run_api(api: Api, ahead: bool, phase: Duration) -> Result<ApiRun> {
                     Some(until),
                 )
                 .map_err(RealError::app("stream"))?;
-                Ok(sv.report())
-            })?;
+                let stat = cm.borrow_mut().stat()?;
+                let m = stat.macroflows.iter().find(|m| m.dst == Some(at.ip()));
+                let events = m.map_or_else(TcpLossEvents::default, |m| TcpLossEvents {
+                    recoveries: m.reductions,
+                    timeouts: m.timeouts,
+                });
+                Ok((sv.report(), events))
+            },
+        )?;
         for rate in &SCHEDULE[1..] {
             std::thread::sleep(phase);
             rig.path().set_rate(*rate)?;
         }
-        let server = server
+        let (server, cm_events) = server
             .join()
             .map_err(|_| RealError::Thread("stream server"))??;
         let client = client
@@ -140,10 +154,15 @@ fn run_api(api: Api, ahead: bool, phase: Duration) -> Result<ApiRun> {
             .map_err(|_| RealError::Thread("stream client"))??;
         let reno = reno.join().map_err(|_| RealError::Thread("reno"))??;
         let reno = reno.into_iter().next().ok_or(RealError::Thread("reno"))?;
+        // The sender's namespace is new for this run, and Reno is its only
+        // TCP transfer.
+        let reno_events = tcp_loss_events(rig.path(), Node::Sender)?;
         Ok(ApiRun {
             server,
             client,
             reno,
+            cm_events,
+            reno_events,
             t0,
         })
     });
@@ -230,6 +249,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
                 "switches": r.server.switches, "frames": r.server.frames, "skipped": r.server.skipped,
                 "buffer_drops": r.server.buffer_drops, "updates": r.server.updates,
                 "channel": {"acked": r.server.acked, "lost": r.server.lost, "spurious": r.server.spurious, "timeouts": r.server.timeouts},
+                "loss_events": {"cm_reductions": r.cm_events.recoveries, "cm_timeouts": r.cm_events.timeouts, "reno_recoveries": r.reno_events.recoveries, "reno_timeouts": r.reno_events.timeouts},
                 "client": {"played": r.client.played, "frozen": r.client.frozen, "switches": r.client.switches},
             }),
         );

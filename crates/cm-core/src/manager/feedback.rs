@@ -81,7 +81,13 @@ impl CongestionManager {
         }
         if let Some(kind) = kind {
             let ev = CongestionEvent::new(now, kind, lost, m.in_flight, srtt);
+            let before = m.controller.window();
             m.controller.on_congestion(&ev);
+            if kind == CongestionKind::Persistent {
+                m.congestion.timeouts += 1;
+            } else if m.controller.window() < before {
+                m.congestion.reductions += 1;
+            }
         }
         let window = m.controller.window();
         m.loss.on_feedback(fb.nsent, lost, window);

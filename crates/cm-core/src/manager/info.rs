@@ -2,7 +2,7 @@
 
 use crate::controller::Controller;
 use crate::error::Error;
-use crate::flow::{FlowCounters, MacroflowKey, OpenParams, PathEstimate};
+use crate::flow::{CongestionCounters, FlowCounters, MacroflowKey, OpenParams, PathEstimate};
 use crate::id::{ClientId, FlowId, MacroflowId};
 use crate::manager::CongestionManager;
 use crate::manager::feedback::estimate;
@@ -52,6 +52,8 @@ pub struct MacroflowInfo {
     pub capacity: Option<Rate>,
     /// Exponential-aging halvings taken since feedback stopped (0: closed loop).
     pub aging_steps: u32,
+    /// The loss events and timeouts its controller answered.
+    pub congestion: CongestionCounters,
     /// Its flows.
     pub flows: Vec<FlowId>,
     /// When it was created.
@@ -125,6 +127,7 @@ impl CongestionManager {
             slow_start: m.controller.in_slow_start(),
             capacity: m.capacity,
             aging_steps: m.aging.map_or(0, |a| a.steps),
+            congestion: m.congestion,
             flows: m.flows.clone(),
             created: m.created,
         })

@@ -192,6 +192,8 @@ pub fn to_client() -> Vec<ToClient> {
                 flows: 2,
                 controller: "iscc".into(),
                 capacity: Some(1_250_000),
+                reductions: 17,
+                timeouts: 2,
             },
         },
         ToClient::StatMacroflow {
@@ -206,6 +208,8 @@ pub fn to_client() -> Vec<ToClient> {
                 flows: 0,
                 controller: "aimd".into(),
                 capacity: None,
+                reductions: 0,
+                timeouts: 0,
             },
         },
         ToClient::StatFlow {

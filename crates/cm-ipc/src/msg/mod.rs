@@ -354,6 +354,10 @@ pub struct MacroflowStat {
     pub controller: String,
     /// The bottleneck capacity estimate it runs on, bytes per second.
     pub capacity: Option<u64>,
+    /// Loss events that lowered its window (a TCP's recoveries).
+    pub reductions: u64,
+    /// Retransmission timeouts reported to it (persistent congestion).
+    pub timeouts: u64,
 }
 
 /// One flow as `cm stat` shows it.

@@ -395,6 +395,8 @@ impl Message for ToClient {
                 w.u32(stat.flows);
                 w.text(&stat.controller, MAX_NAME);
                 w.opt_u64(stat.capacity);
+                w.u64(stat.reductions);
+                w.u64(stat.timeouts);
                 0x8b
             }
             ToClient::StatFlow { seq, stat } => {
@@ -499,6 +501,8 @@ impl Message for ToClient {
                     flows: r.u32()?,
                     controller: r.text(MAX_NAME, "controller name too long or not UTF-8")?,
                     capacity: r.opt_u64("capacity without its flag")?,
+                    reductions: r.u64()?,
+                    timeouts: r.u64()?,
                 },
             },
             0x8c => ToClient::StatFlow {
