@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use cm_apps::stream::{
     Api, ClientConfig, Layers, ServerReport, StreamClient, StreamReport, StreamServer,
 };
+use cm_core::CongestionCounters;
 use cm_experiments::experiments::{Check, Output};
 use cm_experiments::plot::{Plot, Series, Style};
 use cm_experiments::progress::Progress;
@@ -51,9 +52,12 @@ struct ApiRun {
     reno: Summary,
     /// The stream's macroflow's loss events and timeouts, as its CM
     /// counted them (`cm stat`'s CUTS and RTOS).
-    cm_events: TcpLossEvents,
+    cm_events: CongestionCounters,
     /// Reno's, from the sender's `/proc/net/netstat`.
     reno_events: TcpLossEvents,
+    /// Packets the bottleneck queue dropped (both flows; the path has no
+    /// other loss).
+    drops: u64,
     /// `cm_clock` seconds when the server started.
     t0: f64,
 }
@@ -111,7 +115,7 @@ fn run_api(api: Api, ahead: bool, phase: Duration) -> Result<ApiRun> {
         let t0 = cm_clock::secs_since_epoch(Instant::now());
         let server = rig.path().spawn_in(
             Node::Sender,
-            move || -> Result<(ServerReport, TcpLossEvents)> {
+            move || -> Result<(ServerReport, CongestionCounters)> {
                 let cm = embedded_cm()?;
                 // Sent ahead, the stored stream is twice the schedule
                 // long, so that it does not run out before the schedule
@@ -135,8 +139,8 @@ fn run_api(api: Api, ahead: bool, phase: Duration) -> Result<ApiRun> {
                 .map_err(RealError::app("stream"))?;
                 let stat = cm.borrow_mut().stat()?;
                 let m = stat.macroflows.iter().find(|m| m.dst == Some(at.ip()));
-                let events = m.map_or_else(TcpLossEvents::default, |m| TcpLossEvents {
-                    recoveries: m.reductions,
+                let events = m.map_or_else(CongestionCounters::default, |m| CongestionCounters {
+                    reductions: m.reductions,
                     timeouts: m.timeouts,
                 });
                 Ok((sv.report(), events))
@@ -157,12 +161,14 @@ fn run_api(api: Api, ahead: bool, phase: Duration) -> Result<ApiRun> {
         // The sender's namespace is new for this run, and Reno is its only
         // TCP transfer.
         let reno_events = tcp_loss_events(rig.path(), Node::Sender)?;
+        let drops = rig.path().stats()?.bottleneck.dropped;
         Ok(ApiRun {
             server,
             client,
             reno,
             cm_events,
             reno_events,
+            drops,
             t0,
         })
     });
@@ -239,17 +245,38 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         let stream = mean(&|w| w.goodput);
         let reno = mean(&|w| w.reno);
         let err = (layer - avail).abs() / avail.max(1.0);
+        // Each flow's share of the queue's drops, per packet it sent: the
+        // stream's are its channel's losses, Reno's the rest.
+        let reno_drops = r.drops.saturating_sub(r.server.lost) as f64;
+        let reno_packets = r.reno.bytes as f64 / 1448.0 + reno_drops;
+        let stream_drop_rate =
+            r.server.lost as f64 / (r.server.acked + r.server.lost).max(1) as f64;
+        let reno_drop_rate = reno_drops / reno_packets.max(1.0);
+        // The stream's share against Reno's phase by phase (past the
+        // first phase's slow start): where the shortfall is.
+        let per_phase: Vec<f64> = rs
+            .chunks(phase.as_secs() as usize)
+            .enumerate()
+            .map(|(k, c)| {
+                let c = if k == 0 { &c[skip.min(c.len())..] } else { c };
+                let (s, r) = c
+                    .iter()
+                    .fold((0.0, 0.0), |(s, r), w| (s + w.goodput, r + w.reno));
+                s / r.max(1.0)
+            })
+            .collect();
         tracking.push(err);
         friendliness.push(stream / reno.max(1.0));
         metrics.insert(
             (*name).to_string(),
             json!({
                 "layer_mean_bps": layer, "available_mean_bps": avail, "tracking_error": err,
-                "stream_goodput_bps": stream, "reno_bps": reno, "reno_retransmissions": r.reno.retransmissions, "reno_bytes": r.reno.bytes, "stream_to_reno": stream / reno.max(1.0),
+                "stream_goodput_bps": stream, "reno_bps": reno, "phase_stream_to_reno": per_phase, "reno_retransmissions": r.reno.retransmissions, "reno_bytes": r.reno.bytes, "stream_to_reno": stream / reno.max(1.0),
                 "switches": r.server.switches, "frames": r.server.frames, "skipped": r.server.skipped,
                 "buffer_drops": r.server.buffer_drops, "updates": r.server.updates,
                 "channel": {"acked": r.server.acked, "lost": r.server.lost, "spurious": r.server.spurious, "timeouts": r.server.timeouts},
-                "loss_events": {"cm_reductions": r.cm_events.recoveries, "cm_timeouts": r.cm_events.timeouts, "reno_recoveries": r.reno_events.recoveries, "reno_timeouts": r.reno_events.timeouts},
+                "loss_events": {"cm_reductions": r.cm_events.reductions, "cm_timeouts": r.cm_events.timeouts, "reno_recoveries": r.reno_events.recoveries, "reno_timeouts": r.reno_events.timeouts},
+                "drops": {"bottleneck": r.drops, "stream_per_packet": stream_drop_rate, "reno_per_packet": reno_drop_rate},
                 "client": {"played": r.client.played, "frozen": r.client.frozen, "switches": r.client.switches},
             }),
         );
@@ -346,6 +373,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
             "Feedback: the client's CC-UDP acknowledgements (its CcUdpSocket), reported by the server as cm_update. ALF: one request outstanding, cm_query at each grant. Rate: cm_thresh at 3/4 and 4/3 of the rate, frames into a 64 KiB send queue.".into(),
             "tracking_error: |mean layer rate − mean (path − Reno)| / mean (path − Reno), per second from 2 s to the end. stream_to_reno: the client's goodput over Reno's rate over the same seconds; the stream cannot exceed its top layer (1.75 Mbit/s).".into(),
             "The live servers (alf, rate) send each frame at its time, so their rate is their layer's: under the share wherever the share falls between layers or above the top one. worst_tracking_error and stream_to_reno_min/max are theirs. alf-ahead is the server of Fig 8, which sends a stored stream (twice the schedule long, cut at its end) as fast as the CM grants, each packet at the layer cm_query's rate carries: its rate is the CM's, and alf_ahead_stream_to_reno compares the CM's share itself with Reno's.".into(),
+            "loss_events: the loss events the stream's CM answered (cm_reductions: congestion signals that lowered the window, cm stat's CUTS) and its timeouts, beside Reno's fast recoveries and timeouts from the sender namespace's /proc/net/netstat. drops: the bottleneck's drops and each flow's share per packet it sent (the stream's are its channel's losses, Reno's the rest). phase_stream_to_reno: stream_to_reno per phase.".into(),
         ],
         summary: vec![
             format!(
