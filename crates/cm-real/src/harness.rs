@@ -8,6 +8,7 @@
 //! CM), so transfers to the receiver share one macroflow; Linux TCP
 //! transfers are plain kernel sockets in the same namespace.
 
+use std::collections::HashMap;
 use std::net::{SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
@@ -269,33 +270,20 @@ pub struct TcpLossEvents {
 
 /// [`TcpLossEvents`] of `node`'s namespace.
 pub fn tcp_loss_events(path: &Path, node: Node) -> Result<TcpLossEvents> {
-    let text = path
-        .spawn_in(node, || {
-            std::fs::read_to_string("/proc/thread-self/net/netstat")
-        })?
-        .join()
-        .map_err(|_| RealError::Thread("reading /proc/net/netstat"))?
-        .map_err(|e| RealError::Program(format!("reading /proc/net/netstat: {e}")))?;
-    parse_tcp_loss_events(&text)
-        .ok_or_else(|| RealError::Program("/proc/net/netstat has no TcpExt counters".into()))
+    TcpLossEvents::of(&path.mib(node, "netstat", "TcpExt")?).ok_or_else(|| {
+        RealError::Program("/proc/net/netstat lacks TCPSackRecovery or TCPTimeouts".into())
+    })
 }
 
-/// The counters of [`TcpLossEvents`] from `/proc/net/netstat`'s text: a
-/// `TcpExt:` line of names followed by a `TcpExt:` line of values.
-fn parse_tcp_loss_events(text: &str) -> Option<TcpLossEvents> {
-    let mut lines = text.lines().filter(|l| l.starts_with("TcpExt:"));
-    let (names, values) = (lines.next()?, lines.next()?);
-    let pairs: Vec<(&str, u64)> = names
-        .split_whitespace()
-        .zip(values.split_whitespace())
-        .skip(1)
-        .filter_map(|(n, v)| Some((n, v.parse().ok()?)))
-        .collect();
-    let get = |name: &str| pairs.iter().find(|(n, _)| *n == name).map(|&(_, v)| v);
-    Some(TcpLossEvents {
-        recoveries: get("TCPSackRecovery")? + get("TCPRenoRecovery").unwrap_or(0),
-        timeouts: get("TCPTimeouts")?,
-    })
+impl TcpLossEvents {
+    /// From a namespace's `TcpExt` counters ([`Path::mib`]).
+    fn of(tcp_ext: &HashMap<String, u64>) -> Option<TcpLossEvents> {
+        let get = |name: &str| tcp_ext.get(name).copied();
+        Some(TcpLossEvents {
+            recoveries: get("TCPSackRecovery")? + get("TCPRenoRecovery").unwrap_or(0),
+            timeouts: get("TCPTimeouts")?,
+        })
+    }
 }
 
 /// Whether this process can build paths (root), with the message to show
@@ -313,22 +301,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn loss_events_are_read_from_netstat() {
-        let text = "TcpExt: SyncookiesSent TCPRenoRecovery TCPSackRecovery TCPTimeouts\n\
-                    TcpExt: 0 2 31 4\n\
-                    IpExt: InNoRoutes\n\
-                    IpExt: 0\n";
+    fn loss_events_add_sack_and_reno_recoveries() {
+        let c = |kv: &[(&str, u64)]| kv.iter().map(|&(k, v)| (k.to_owned(), v)).collect();
+        let all = c(&[
+            ("TCPRenoRecovery", 2),
+            ("TCPSackRecovery", 31),
+            ("TCPTimeouts", 4),
+        ]);
         assert_eq!(
-            parse_tcp_loss_events(text),
+            TcpLossEvents::of(&all),
             Some(TcpLossEvents {
                 recoveries: 33,
                 timeouts: 4
             })
         );
-        assert_eq!(parse_tcp_loss_events("IpExt: A\nIpExt: 1\n"), None);
-        assert_eq!(
-            parse_tcp_loss_events("TcpExt: TCPTimeouts\nTcpExt: x\n"),
-            None
-        );
+        assert_eq!(TcpLossEvents::of(&c(&[("TCPTimeouts", 4)])), None);
+        assert_eq!(TcpLossEvents::of(&c(&[("TCPSackRecovery", 1)])), None);
     }
 }

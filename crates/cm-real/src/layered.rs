@@ -43,6 +43,9 @@ const SCHEDULE: [u64; 4] = [4_000_000, 1_000_000, 2_500_000, 4_000_000];
 const ONE_WAY: Duration = Duration::from_millis(30);
 /// The client's port.
 const STREAM_PORT: u16 = 5020;
+/// Linux TCP's segment payload on this path (1500-byte MTU, timestamps):
+/// Reno's bytes in packets.
+const RENO_MSS: f64 = 1448.0;
 /// The client's startup buffer.
 const STARTUP: Duration = Duration::from_secs(1);
 
@@ -248,7 +251,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         // Each flow's share of the queue's drops, per packet it sent: the
         // stream's are its channel's losses, Reno's the rest.
         let reno_drops = r.drops.saturating_sub(r.server.lost) as f64;
-        let reno_packets = r.reno.bytes as f64 / 1448.0 + reno_drops;
+        let reno_packets = r.reno.bytes as f64 / RENO_MSS + reno_drops;
         let stream_drop_rate =
             r.server.lost as f64 / (r.server.acked + r.server.lost).max(1) as f64;
         let reno_drop_rate = reno_drops / reno_packets.max(1.0);

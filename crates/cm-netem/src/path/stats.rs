@@ -1,6 +1,10 @@
-//! Counters of a path: its `tbf` bottlenecks (`tc -s qdisc`) and the delay box.
+//! Counters of a path: its `tbf` bottlenecks (`tc -s qdisc`), the delay box,
+//! and the kernel's MIB counters in each namespace (`/proc/net/snmp`,
+//! `/proc/net/netstat`).
 
-use crate::error::{NetemError, Result};
+use std::collections::HashMap;
+
+use crate::error::{IoContext, NetemError, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{Node, Path};
@@ -75,6 +79,23 @@ impl Path {
         tbf_stats(self.ns(Node::Router), dev)
     }
 
+    /// The counters of `section` (`Udp`, `TcpExt`, ...) of `node`'s
+    /// namespace's `/proc/net/<file>` (`snmp` or `netstat`, what `nstat`
+    /// reads), by name. They count from the namespace's creation.
+    pub fn mib(&self, node: Node, file: &str, section: &str) -> Result<HashMap<String, u64>> {
+        let proc_file = format!("/proc/thread-self/net/{file}");
+        let text = self
+            .spawn_in(node, move || {
+                std::fs::read_to_string(&proc_file).io_context(|| format!("reading {proc_file}"))
+            })?
+            .join()
+            .map_err(|_| NetemError::Thread(format!("reading /proc/net/{file}")))??;
+        parse_mib(&text, section).ok_or_else(|| NetemError::Parse {
+            what: format!("/proc/net/{file}"),
+            detail: format!("no {section} lines"),
+        })
+    }
+
     /// Bottleneck and delay-box counters.
     pub fn stats(&self) -> Result<PathStats> {
         let bottleneck = self.qdisc_stats(TUN_FORWARD)?;
@@ -97,5 +118,44 @@ impl Path {
             reorder_delay: inner.reorder.1,
             duplicate: inner.duplicate,
         })
+    }
+}
+
+/// One section of a `/proc/net/snmp`-style file: a line of names and a
+/// line of values, each led by `Section:`. Values that are not counters
+/// (`MaxConn -1`) are left out.
+fn parse_mib(text: &str, section: &str) -> Option<HashMap<String, u64>> {
+    let tag = format!("{section}:");
+    let mut lines = text
+        .lines()
+        .filter(|l| l.split_whitespace().next() == Some(tag.as_str()));
+    let (names, values) = (lines.next()?, lines.next()?);
+    Some(
+        names
+            .split_whitespace()
+            .zip(values.split_whitespace())
+            .skip(1)
+            .filter_map(|(n, v)| Some((n.to_owned(), v.parse().ok()?)))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mib_section_is_read_by_name() {
+        let text = "Tcp: RtoMin MaxConn InSegs\n\
+                    Tcp: 200 -1 7\n\
+                    Udp: InDatagrams RcvbufErrors\n\
+                    Udp: 10 3\n\
+                    UdpLite: InDatagrams RcvbufErrors\n\
+                    UdpLite: 0 0\n";
+        let udp = parse_mib(text, "Udp").unwrap();
+        assert_eq!((udp["InDatagrams"], udp["RcvbufErrors"]), (10, 3));
+        let tcp = parse_mib(text, "Tcp").unwrap();
+        assert_eq!((tcp.get("MaxConn"), tcp["InSegs"]), (None, 7));
+        assert_eq!(parse_mib(text, "IpExt"), None);
     }
 }

@@ -33,28 +33,13 @@ pub(super) fn bind_at(path: &Path, node: Node, addr: Ipv4Addr) -> Result<UdpSock
 
 /// `RcvbufErrors` of the receiver namespace's UDP MIB.
 pub(super) fn rcvbuf_errors(path: &Path) -> Result<u64> {
-    path.spawn_in(Node::Receiver, || -> Result<u64> {
-        let snmp = std::fs::read_to_string("/proc/thread-self/net/snmp")
-            .io_context(|| "reading /proc/thread-self/net/snmp")?;
-        let parse = |detail: &str| NetemError::Parse {
+    path.mib(Node::Receiver, "snmp", "Udp")?
+        .get("RcvbufErrors")
+        .copied()
+        .ok_or_else(|| NetemError::Parse {
             what: "/proc/net/snmp".into(),
-            detail: detail.into(),
-        };
-        let mut udp = snmp.lines().filter(|l| l.starts_with("Udp:"));
-        let (Some(h), Some(v)) = (udp.next(), udp.next()) else {
-            return Err(parse("no Udp lines"));
-        };
-        let i = h
-            .split_whitespace()
-            .position(|c| c == "RcvbufErrors")
-            .ok_or_else(|| parse("no RcvbufErrors"))?;
-        Ok(v.split_whitespace()
-            .nth(i)
-            .and_then(|x| x.parse().ok())
-            .unwrap_or(0))
-    })?
-    .join()
-    .map_err(|_| NetemError::Thread("snmp".into()))?
+            detail: "no RcvbufErrors".into(),
+        })
 }
 
 /// Send `total` datagrams (or for `duration`) at `pps`, paced; returns how many were sent.

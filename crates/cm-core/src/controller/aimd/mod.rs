@@ -363,21 +363,22 @@ impl Controller for Aimd {
     }
 
     fn on_congestion(&mut self, ev: &CongestionEvent) {
+        // The episode of the last reduction, if the data it covers is not
+        // all resolved. `ev.in_flight` is after this report: with its lost
+        // bytes added back, what the report resolved before them counts as
+        // resolved, so an episode may end early, never late.
+        let episode = self.episode(ev.in_flight + ev.lost);
         match ev.kind {
             CongestionKind::Transient | CongestionKind::Ecn => {
                 // Halve at most once per window of data (RFC 6582 §3.2: a
                 // loss of data sent before the last reduction belongs to
                 // it, however late it is detected; ECN alike, RFC 3168
-                // §6.1.2) and at most once per RTT. `ev.in_flight` is after
-                // this report: with its lost bytes added back, what the
-                // report resolved before them counts as resolved, so an
-                // episode may end early, never late. Without the window
+                // §6.1.2) and at most once per RTT. Without the window
                 // rule, a loss found more than an srtt after the first
                 // (a queue that grew since srtt was measured) halved the
                 // window again where NewReno does not.
-                let in_flight_before = ev.in_flight + ev.lost;
                 let in_episode = matches!(
-                    self.episode(in_flight_before),
+                    episode,
                     Some(CongestionKind::Transient | CongestionKind::Ecn)
                 );
                 if in_episode || self.recovery_until.is_some_and(|t| ev.now < t) {
@@ -393,8 +394,7 @@ impl Controller for Aimd {
             CongestionKind::Persistent => {
                 // sigcomm1999 §4.1: on persistent congestion the rate drops to
                 // a small value forcing slow start; RFC 5681 §3.1: LW = 1 MSS.
-                let in_flight_before = ev.in_flight + ev.lost;
-                if self.episode(in_flight_before).is_none() {
+                if episode.is_none() {
                     // ssthresh from the window before exponential aging cut
                     // it: the halvings of a silent period are not congestion
                     // signals (sigcomm1999 §4.4), and an RTO that ends one
