@@ -422,3 +422,54 @@ fn congestion_counters_count_loss_events_and_timeouts() {
         .unwrap();
     assert_eq!(counters(&cm).reductions, 2);
 }
+
+/// The kernel TCP bridge's pattern (`cmd --kernel-tcp`): four connections
+/// of one macroflow, each sending its share of the window and reporting
+/// it only at its next ACK, which with a small window (two segments and a
+/// delayed ACK) has acknowledged all of it. Each report is a `cm_notify`
+/// and the `cm_update` of the same bytes, so the bytes in flight the core
+/// counts never exceed one connection's share. Read alone, that flight
+/// looks application-limited and the window does not grow; with the
+/// kernel's "cwnd-limited" verdict passed on (`window_limited`), it grows
+/// as one flow's would. Without it, `kernel-ensemble` saw a macroflow stay
+/// at 11 KB for 16 s beside a Reno flow at 7.8 Mbit/s.
+#[test]
+fn regression_notify_only_flows_that_say_the_window_held_them_grow_it() {
+    let run = |limited: bool| {
+        let mut cm = CongestionManager::new(cm_core::Config::default()).unwrap();
+        let c = cm.register_client(Instant::ZERO).unwrap();
+        let dst = "192.0.2.7:80".parse().unwrap();
+        let flows: Vec<FlowId> = (0..4)
+            .map(|_| {
+                cm.open(Instant::ZERO, c, cm_core::OpenParams::to(dst))
+                    .unwrap()
+            })
+            .collect();
+        let mf = cm.macroflow_of(flows[0]).unwrap();
+        let initial = cm.macroflow_info(mf).unwrap().window.get();
+        let rtt = Duration::from_millis(60);
+        let mut now = Instant::ZERO;
+        for _ in 0..10 {
+            let share = cm.macroflow_info(mf).unwrap().window.get() / 4;
+            for &f in &flows {
+                now += Duration::from_millis(15);
+                cm.notify(now, f, Bytes(share)).unwrap();
+                if limited {
+                    cm.window_limited(now, f).unwrap();
+                }
+                cm.update(now, f, Feedback::acked(share, rtt)).unwrap();
+            }
+        }
+        (initial, cm.macroflow_info(mf).unwrap().window.get())
+    };
+    let (initial, unlimited) = run(false);
+    assert_eq!(
+        unlimited, initial,
+        "a flight of one share reads as application-limited"
+    );
+    let (_, limited) = run(true);
+    assert!(
+        limited >= 4 * initial,
+        "window {limited} did not grow from {initial} though the kernel said the window held it"
+    );
+}

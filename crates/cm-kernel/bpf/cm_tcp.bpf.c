@@ -23,6 +23,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -65,7 +66,10 @@ struct sock {
 
 struct tcp_sock {
 	__u32 snd_cwnd;
+	__u32 snd_ssthresh;
 	__u32 snd_cwnd_clamp;
+	__u32 max_packets_out;
+	__u8 is_cwnd_limited:1;
 	__u32 srtt_us;
 	__u32 mss_cache;
 	__u32 packets_out;
@@ -104,7 +108,9 @@ struct cm_sk {
 	__u64 id;
 	__u64 last_report_ns;
 	__u32 rtt_us;
-	__u32 _pad;
+	/* CM_LIMITED if an ACK since the last report found the connection
+	 * held back by its window. */
+	__u32 flags;
 };
 
 struct {
@@ -148,6 +154,18 @@ static __always_inline struct tcp_sock *tcp_sk(struct sock *sk)
 	return (struct tcp_sock *)sk;
 }
 
+/*
+ * The kernel's tcp_is_cwnd_limited() (include/net/tcp.h; RFC 7661's
+ * "cwnd-limited"): in slow start, while the window is under twice the
+ * most recently used flight; else what the last transmissions recorded.
+ */
+static __always_inline int cwnd_limited(struct tcp_sock *tp)
+{
+	if (tp->snd_cwnd < tp->snd_ssthresh)
+		return tp->snd_cwnd < 2 * tp->max_packets_out;
+	return BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited) != 0;
+}
+
 static __always_inline void report(struct sock *sk, struct cm_sk *st, __u32 kind, __u64 now)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
@@ -175,6 +193,8 @@ static __always_inline void report(struct sock *sk, struct cm_sk *st, __u32 kind
 	ev->mss = tp->mss_cache;
 	ev->cwnd = tp->snd_cwnd;
 	ev->in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+	ev->flags = st->flags;
+	st->flags = 0;
 	if (kind == CM_EV_OPEN) {
 		ev->family = sk->__sk_common.skc_family;
 		ev->uid = sk->sk_uid.val;
@@ -261,6 +281,7 @@ void BPF_PROG(cm_init, struct sock *sk)
 		return;
 	st->id = __sync_fetch_and_add(&next_id, 1) + 1;
 	st->rtt_us = 0;
+	st->flags = 0;
 	start_window(sk);
 	report(sk, st, CM_EV_OPEN, bpf_ktime_get_ns());
 }
@@ -286,6 +307,12 @@ void BPF_PROG(cm_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 		return;
 	if (sample->rtt_us > 0)
 		st->rtt_us = sample->rtt_us;
+	/* The daemon sees a connection's sends only at its next report, and
+	 * a small window's ACK often leaves nothing in flight then: the flight
+	 * the daemon counts understates the real one, so the kernel's own
+	 * verdict goes with the report (the core's window_limited). */
+	if (cwnd_limited(tcp_sk(sk)))
+		st->flags |= CM_LIMITED;
 	now = bpf_ktime_get_ns();
 	/* About four reports per smoothed RTT: one batch of ACKs, one update. */
 	gap = (__u64)(tcp_sk(sk)->srtt_us >> 3) * 1000 / 4;

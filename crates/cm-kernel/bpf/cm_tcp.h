@@ -43,8 +43,12 @@ struct cm_event {
 	__u32 mss;
 	__u32 cwnd;          /* packets */
 	__u32 in_flight;     /* packets, tcp_packets_in_flight() */
-	__u32 _pad;
+	__u32 flags;         /* CM_LIMITED */
 };
+
+/* cm_event.flags: since the last report, an ACK found the connection
+ * cwnd-limited (tcp_is_cwnd_limited()). */
+#define CM_LIMITED 1
 
 /* A destination's window for a new connection, by (address, uid). */
 #define CM_DEST_SLOTS 4096

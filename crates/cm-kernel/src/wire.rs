@@ -65,7 +65,14 @@ pub struct Event {
     pub cwnd: u32,
     /// Packets in flight (`tcp_packets_in_flight`).
     pub in_flight: u32,
+    /// An ACK since the connection's last report found it held back by
+    /// its window (`tcp_is_cwnd_limited`, RFC 7661's "cwnd-limited";
+    /// `CM_LIMITED`).
+    pub cwnd_limited: bool,
 }
+
+/// `CM_LIMITED` in `cm_event.flags`.
+const LIMITED: u32 = 1;
 
 /// `CM_ALL_USERS`: the uid of a destination entry every user's new
 /// connections start from.
@@ -146,6 +153,7 @@ impl Event {
             mss: u32_at(b, 96),
             cwnd: u32_at(b, 100),
             in_flight: u32_at(b, 104),
+            cwnd_limited: u32_at(b, 108) & LIMITED != 0,
         })
     }
 }
@@ -215,6 +223,16 @@ mod tests {
         assert_eq!(e.local, "10.0.0.1:40000".parse().expect("addr"));
         assert_eq!(e.remote, "10.0.0.2:80".parse().expect("addr"));
         assert_eq!((e.bytes_sent, e.bytes_acked, e.mss), (3000, 1500, 1448));
+        assert!(!e.cwnd_limited);
+    }
+
+    #[test]
+    fn the_limited_flag_is_the_last_word() {
+        let mut b = record(2, AF_INET);
+        b[108..112].copy_from_slice(&LIMITED.to_ne_bytes());
+        assert!(Event::parse(&b).expect("parses").cwnd_limited);
+        b[108..112].copy_from_slice(&2u32.to_ne_bytes());
+        assert!(!Event::parse(&b).expect("parses").cwnd_limited);
     }
 
     #[test]

@@ -23,7 +23,7 @@
 //! | `real-bw-estimate` | iscc §VI-B, Fig 5 | samples within 2% (2 flows) and 7% (32 flows) of the T1 rate, the flows' agreement |
 //! | `real-scalability-t1` | iscc §VI-C, Fig 6 | `ISCC p_max / AIMD p_max`, the schemes' order (NACK-based video streams on a T1) |
 //! | `real-vat` | cm-implementation-linux §3.6, Fig 2 | `head_p95_to_fifo_p95`, `head_rate_to_fifo_rate`; `head_buffer_p95_to_fifo_buffer_p95` reported (vat's drop-from-head vs FIFO buffer vs raw UDP beside Reno) |
-//! | `kernel-ensemble` | sigcomm1999 §1/§5.1 with unmodified kernel TCP (`cmd --kernel-tcp`) | `outside_share_cm`, `outside_share_reno`, `jain_cm` |
+//! | `kernel-ensemble` | sigcomm1999 §1/§5.1 with unmodified kernel TCP (`cmd --kernel-tcp`) | `outside_share_cm`, `worst_outside_share_cm`, `outside_share_reno`, `jain_cm` |
 //! | `kernel-sharing` | cm-implementation-linux Fig 7 with unmodified kernel TCP | `later_improvement` |
 //! | `kernel-throughput` | cm-implementation-linux §4.1 with unmodified kernel TCP | `throughput_ratio`, the daemon's CPU per MB |
 //! | `quic-ensemble` | sigcomm1999 §1/§5.1 with quinn QUIC on the CM (`cm_quic`) | `outside_share_cm` |

@@ -114,6 +114,24 @@ impl CongestionManager {
         Ok(())
     }
 
+    /// A flow that sends without asking (only `cm_notify`s) tells the CM
+    /// that its share of the window held it back since the last feedback:
+    /// the macroflow's next feedback is window-limited (RFC 7661's
+    /// "cwnd-limited"), as when requests wait for window room. The kernel
+    /// TCP bridge passes on the kernel's own verdict this way: it learns of
+    /// a connection's sends only at its next report, so the bytes in flight
+    /// it reports understate the flight the window allowed.
+    pub fn window_limited(&mut self, now: Instant, flow: FlowId) -> Result<(), Error> {
+        let now = self.tick(now);
+        let f = self.flows.get(flow.key()).ok_or(Error::UnknownFlow(flow))?;
+        let (mf, client) = (f.macroflow, f.client);
+        self.touch(now, client);
+        if let Some(m) = self.macroflows.get_mut(mf.key()) {
+            m.window_blocked = true;
+        }
+        Ok(())
+    }
+
     /// Issue grants while the window, the shaper and the scheduler allow.
     pub(crate) fn try_grant(&mut self, now: Instant, mf: MacroflowId) {
         let grant_timeout = self.cfg.grant_timeout;

@@ -12,6 +12,9 @@
 //!   report is a loss, with the latest RTT sample;
 //!   fast recovery is a transient loss, a retransmission timeout a
 //!   persistent one, CWR an ECN mark;
+//! - the kernel's "cwnd-limited" verdict is the core's `window_limited`
+//!   (the core does not see the sends until the next report, so the bytes
+//!   in flight it counts are too few to tell);
 //! - its close is a `cm_close`.
 //!
 //! After each batch of reports, and at least every [`REFRESH`], every
@@ -229,6 +232,14 @@ impl Daemon {
         } else {
             acked.min(resolved)
         };
+        // The kernel's verdict that the window held the connection back:
+        // its sends since the last report are only now notified, so the
+        // flight the core counts understates the one the window allowed
+        // (with two segments a connection and delayed ACKs, often to
+        // nothing), and the window would stop growing.
+        if ev.cwnd_limited {
+            let _ = self.core.window_limited(now, c.flow);
+        }
         let fb = Feedback {
             nsent: Bytes(resolved),
             nrecd: Bytes(nrecd),
