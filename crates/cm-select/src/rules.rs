@@ -234,8 +234,8 @@ fn controller_for(req: &Requirements) -> (Controller, String) {
         return (
             Controller::Iscc,
             "NACK-based real-time streaming needs packet loss that grows little with the \
-             number of flows: ISCC is designed for it (iscc §V-D), and its loss grew least \
-             of four controllers' on an emulated T1 (docs/apps.md)"
+             number of flows: ISCC is designed for it (iscc §V-D), and on an emulated T1 \
+             its loss grew the least of four controllers as flows were added (docs/apps.md)"
                 .into(),
         );
     }
