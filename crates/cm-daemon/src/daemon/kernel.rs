@@ -210,6 +210,15 @@ impl Daemon {
         if sent > 0 && self.core.notify(now, c.flow, Bytes(sent)).is_ok() {
             c.in_flight += sent;
         }
+        // The kernel's verdict that the window held the connection back:
+        // its sends since the last report are only now notified, so the
+        // flight the core counts understates the one the window allowed
+        // (with two segments a connection and delayed ACKs, often to
+        // nothing), and the window would stop growing. It holds until the
+        // macroflow's next feedback, this report's or another connection's.
+        if ev.cwnd_limited {
+            let _ = self.core.window_limited(now, c.flow);
+        }
         // What left the flight: down to the kernel's own count of packets
         // in flight (SACKed and marked-lost segments are out of it; it is
         // zero once everything is acknowledged).
@@ -232,14 +241,6 @@ impl Daemon {
         } else {
             acked.min(resolved)
         };
-        // The kernel's verdict that the window held the connection back:
-        // its sends since the last report are only now notified, so the
-        // flight the core counts understates the one the window allowed
-        // (with two segments a connection and delayed ACKs, often to
-        // nothing), and the window would stop growing.
-        if ev.cwnd_limited {
-            let _ = self.core.window_limited(now, c.flow);
-        }
         let fb = Feedback {
             nsent: Bytes(resolved),
             nrecd: Bytes(nrecd),
