@@ -68,9 +68,10 @@ fn run_set(k: &KernelRig, cc: &str, secs: f64, stat: bool) -> Result<SetResult> 
 
 /// Runs set A (`cm`) and set B (Reno), alternating `reps` times.
 pub fn run(opts: &RealOpts) -> Result<Output> {
+    let secs = if opts.quick { 30.0 } else { 60.0 };
     // Three runs in the quick version too: over one 30 s run, five Reno
     // flows left the outside one anywhere from 0.15 to 0.28 of the link.
-    let (secs, reps) = if opts.quick { (30.0, 3) } else { (60.0, 3) };
+    let reps = 3;
     // 10 Mbit/s, 30 ms each way, one BDP of queue; a sparse 1 GiB file.
     let k = KernelRig::start(PathConfig::default(), &[("big", 1 << 30)])?;
     let bar = Progress::new("kernel-ensemble", 2 * reps, opts.quiet);
