@@ -80,6 +80,15 @@ pub struct Feedback {
     pub loss: LossMode,
     /// A round-trip-time sample, if the feedback carries one.
     pub rtt: Option<Duration>,
+    /// When the most recently sent of the bytes reported lost left the
+    /// sender, if the transport knows (`None`: it does not, or nothing was
+    /// lost). A loss of data sent before the macroflow's last window
+    /// reduction belongs to that reduction (RFC 6582 §3.2's recovery
+    /// point, in send-time order as RFC 8985 §6.1 orders segments), which
+    /// the controller cannot tell from byte counts alone: a loss is found
+    /// only once later data has arrived (RFC 5681 §3.2), and that data may
+    /// have been sent after the reduction.
+    pub lost_sent: Option<Instant>,
 }
 
 impl Feedback {
@@ -90,6 +99,7 @@ impl Feedback {
             nrecd: Bytes(n),
             loss: LossMode::None,
             rtt: Some(rtt),
+            lost_sent: None,
         }
     }
 
@@ -119,7 +129,15 @@ impl Feedback {
             nrecd: Bytes(nrecd),
             loss,
             rtt: None,
+            lost_sent: None,
         }
+    }
+
+    /// The same feedback, saying when the most recently sent of its lost
+    /// bytes left the sender.
+    pub fn with_lost_sent(mut self, at: Instant) -> Self {
+        self.lost_sent = Some(at);
+        self
     }
 }
 

@@ -234,6 +234,7 @@ impl Harness {
                         nrecd: Bytes(nrecd),
                         loss,
                         rtt: rtt_us.map(Duration::from_micros),
+                        lost_sent: None,
                     };
                     if self.cm.update(now, f, fb).is_ok() {
                         let inf = self.model.in_flight.entry(f).or_default();

@@ -28,7 +28,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use cm_core::{Bytes, CongestionManager, Duration, Event, Feedback, FlowId, Instant};
+use cm_core::{Bytes, CongestionManager, Duration, Event, Feedback, FlowId, Instant, LossMode};
 
 mod common;
 use common::{one_flow, one_flow_with};
@@ -472,4 +472,45 @@ fn regression_notify_only_flows_that_say_the_window_held_them_grow_it() {
         limited >= 4 * initial,
         "window {limited} did not grow from {initial} though the kernel said the window held it"
     );
+}
+
+/// A loss found by data sent after the last reduction, of a datagram sent
+/// before it, is part of that reduction when `cm_update` says when the
+/// lost data left (`Feedback::lost_sent`, RFC 6582 §3.2); by byte count
+/// alone the report looks like a new congestion event, because the data
+/// that revealed the loss was resolved in the same report (found by
+/// `real-layered`: the CM halved twice, one to two RTTs apart, where Linux
+/// Reno entered recovery once).
+#[test]
+fn regression_a_loss_of_data_sent_before_the_reduction_does_not_reduce_again() {
+    let ms = |v: u64| Instant::from_micros(v * 1000);
+    let rtt = Duration::from_millis(100);
+    let run = |lost_sent: Option<Instant>| {
+        let (mut cm, f) = one_flow();
+        let mf = cm.macroflow_of(f).unwrap();
+        let mtu = cm.macroflow_info(mf).unwrap().mtu.get();
+        cm.notify(ms(0), f, Bytes(10 * mtu)).unwrap();
+        cm.update(ms(100), f, Feedback::acked(mtu, rtt)).unwrap();
+        cm.update(ms(100), f, Feedback::lossy(mtu, 0, LossMode::Transient))
+            .unwrap();
+        let halved = cm.macroflow_info(mf).unwrap().window;
+        // Sent after the reduction; the old window acknowledged but one
+        // datagram, whose loss the new data reveals past one RTT.
+        cm.notify(ms(150), f, Bytes(4 * mtu)).unwrap();
+        cm.update(ms(240), f, Feedback::acked(7 * mtu, rtt))
+            .unwrap();
+        let mut fb = Feedback::lossy(4 * mtu, 3 * mtu, LossMode::Transient);
+        fb.lost_sent = lost_sent;
+        cm.update(ms(260), f, fb).unwrap();
+        (halved, cm.macroflow_info(mf).unwrap().window)
+    };
+    let (halved, after) = run(Some(ms(0)));
+    assert_eq!(after, halved, "the lost datagram left before the reduction");
+    let (halved, after) = run(None);
+    assert!(
+        after < halved,
+        "without the send time the report reads as a new event"
+    );
+    let (halved, after) = run(Some(ms(150)));
+    assert!(after < halved, "sent after the reduction: a new event");
 }

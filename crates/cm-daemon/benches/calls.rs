@@ -87,6 +87,7 @@ fn daemon_round() -> f64 {
         nrecd: SIZE,
         loss: cm_core::LossMode::None,
         rtt_us: Some(RTT.as_micros()),
+        lost_age_us: None,
     }]);
     let request_notify = frame(&[
         ToDaemon::Request { flow, k: 1 },

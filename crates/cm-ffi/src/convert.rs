@@ -64,6 +64,7 @@ pub(crate) fn feedback(nsent: i64, nrecd: i64, lossmode: i32, rtt: f64) -> Resul
         nrecd: Bytes(nrecd),
         loss: loss_in(lossmode)?,
         rtt: rtt_in(rtt)?,
+        lost_sent: None,
     })
 }
 

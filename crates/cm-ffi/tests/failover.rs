@@ -94,6 +94,7 @@ impl Transfer {
                 rtt: p
                     .delivered
                     .then(|| cm_rtt(now.saturating_duration_since(p.sent))),
+                lost_sent: None,
             };
             if let Err(e) = self.cm.update(p.flow, fb) {
                 self.errors.push(format!("update: {e}"));

@@ -150,8 +150,10 @@ pub fn default_socket_path() -> std::path::PathBuf {
 /// `SetPeer`, `SetFeedbackLag`); version 4 the `CapacitySample` message
 /// (packet-bunch samples for a macroflow's capacity filter); version 5
 /// the kernel TCP connection's local address in [`FlowStat`]; version 6
-/// a macroflow's loss events and timeouts in [`MacroflowStat`].
-pub const VERSION: u8 = 6;
+/// a macroflow's loss events and timeouts in [`MacroflowStat`]; version 7
+/// the age of the lost data in `Update` (when the most recently sent of the
+/// lost bytes left the client).
+pub const VERSION: u8 = 7;
 
 /// Frame magic, "CM" read as a little-endian u16.
 pub const MAGIC: u16 = u16::from_le_bytes(*b"CM");

@@ -323,6 +323,7 @@ impl CountProber {
                         nrecd: Bytes(0),
                         loss: LossMode::Persistent,
                         rtt: None,
+                        lost_sent: None,
                     },
                 ));
             }
@@ -391,6 +392,7 @@ impl CountProber {
                             nrecd: Bytes(0),
                             loss: LossMode::Transient,
                             rtt: Some(sample),
+                            lost_sent: None,
                         },
                     ));
                     continue;
@@ -421,6 +423,7 @@ impl CountProber {
                     nrecd: Bytes(nrecd),
                     loss,
                     rtt: Some(sample),
+                    lost_sent: None,
                 },
             ));
         }

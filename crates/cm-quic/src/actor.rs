@@ -24,7 +24,9 @@ pub(crate) enum Call {
     },
     Sent(FlowId, u64),
     Acked(FlowId, u64, Option<Duration>),
-    Lost(FlowId, u64, bool),
+    /// Bytes lost, whether to persistent congestion, and when the most
+    /// recently sent of them left.
+    Lost(FlowId, u64, bool, std::time::Instant),
     Close(FlowId),
 }
 
@@ -132,10 +134,11 @@ fn apply(cm: &mut Cm, flows: &mut Vec<(FlowId, Arc<AtomicU64>)>, call: Call) {
                 rtt: rtt.map(|d| {
                     libcm::Duration::from_micros(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
                 }),
+                lost_sent: None,
             };
             let _ = cm.update(f, fb);
         }
-        Call::Lost(f, n, persistent) => {
+        Call::Lost(f, n, persistent, sent) => {
             let fb = Feedback {
                 nsent: Bytes(n),
                 nrecd: Bytes(0),
@@ -145,6 +148,7 @@ fn apply(cm: &mut Cm, flows: &mut Vec<(FlowId, Arc<AtomicU64>)>, call: Call) {
                     LossMode::Transient
                 },
                 rtt: None,
+                lost_sent: Some(cm_clock::from_std(sent)),
             };
             let _ = cm.update(f, fb);
         }

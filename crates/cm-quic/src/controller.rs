@@ -155,7 +155,7 @@ impl Controller for CmController {
         self.fallback
             .on_congestion_event(now, sent, persistent, lost_bytes);
         if let Some((f, _)) = &self.flow {
-            self.cm.call(Call::Lost(*f, lost_bytes, persistent));
+            self.cm.call(Call::Lost(*f, lost_bytes, persistent, sent));
         }
     }
 

@@ -315,6 +315,7 @@ impl AudioSender {
             nrecd: Bytes(nrecd),
             loss,
             rtt,
+            lost_sent: None,
         }));
     }
 

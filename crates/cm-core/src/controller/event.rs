@@ -59,6 +59,11 @@ pub struct CongestionEvent {
     pub in_flight: Bytes,
     /// The macroflow's smoothed RTT, if known.
     pub srtt: Option<Duration>,
+    /// When the most recently sent of the lost bytes left the sender, if
+    /// the transport said ([`Feedback::lost_sent`]).
+    ///
+    /// [`Feedback::lost_sent`]: crate::Feedback::lost_sent
+    pub lost_sent: Option<Instant>,
 }
 
 /// Bytes were handed to the network.
@@ -142,7 +147,15 @@ impl CongestionEvent {
             lost,
             in_flight,
             srtt,
+            lost_sent: None,
         }
+    }
+
+    /// The same event, with when the most recently sent of the lost bytes
+    /// left the sender.
+    pub fn with_lost_sent(mut self, at: Option<Instant>) -> Self {
+        self.lost_sent = at;
+        self
     }
 }
 

@@ -162,6 +162,7 @@ mod tests {
             nrecd: Bytes(3_000),
             loss: LossMode::Transient,
             rtt: None,
+            lost_sent: None,
         };
         cm.update(t, f, fb).unwrap();
         assert!(cm.macroflow_info(mf).unwrap().window < before);

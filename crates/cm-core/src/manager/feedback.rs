@@ -80,7 +80,9 @@ impl CongestionManager {
             );
         }
         if let Some(kind) = kind {
-            let ev = CongestionEvent::new(now, kind, lost, m.in_flight, srtt);
+            // Nothing was sent after the report arrived.
+            let ev = CongestionEvent::new(now, kind, lost, m.in_flight, srtt)
+                .with_lost_sent(fb.lost_sent.map(|t| t.min(now)));
             let before = m.controller.window();
             m.controller.on_congestion(&ev);
             if kind == CongestionKind::Persistent {

@@ -246,6 +246,7 @@ impl Daemon {
             nrecd: Bytes(nrecd),
             loss,
             rtt: (ev.rtt_us > 0).then(|| Duration::from_micros(u64::from(ev.rtt_us))),
+            lost_sent: None,
         };
         match self.core.update(now, c.flow, fb) {
             Ok(()) => c.in_flight -= resolved,

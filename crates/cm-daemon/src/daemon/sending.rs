@@ -21,6 +21,7 @@ impl Daemon {
                 nrecd,
                 loss,
                 rtt_us,
+                lost_age_us,
                 ..
             } => {
                 let fb = Feedback {
@@ -28,6 +29,10 @@ impl Daemon {
                     nrecd: Bytes(nrecd),
                     loss,
                     rtt: rtt_us.map(cm_core::Duration::from_micros),
+                    // The client's age of the lost data, on the daemon's
+                    // clock (the message's transit counts as age).
+                    lost_sent: lost_age_us
+                        .map(|a| cm_core::Instant::from_micros(now.as_micros().saturating_sub(a))),
                 };
                 done(core.update(now, flow, fb))
             }

@@ -66,6 +66,7 @@ pub fn to_daemon() -> Vec<ToDaemon> {
             nrecd: 1460,
             loss: LossMode::Transient,
             rtt_us: Some(40_000),
+            lost_age_us: Some(52_000),
         },
         ToDaemon::Update {
             flow: 7,
@@ -73,6 +74,7 @@ pub fn to_daemon() -> Vec<ToDaemon> {
             nrecd: 1460,
             loss: LossMode::None,
             rtt_us: None,
+            lost_age_us: None,
         },
         ToDaemon::Query { seq: 3, flow: 7 },
         ToDaemon::Mtu { seq: 4, flow: 7 },

@@ -67,6 +67,11 @@ pub enum ToDaemon {
         loss: LossMode,
         /// RTT sample in microseconds, if any.
         rtt_us: Option<u64>,
+        /// How long before the message the most recently sent of the lost
+        /// bytes left the sender, in microseconds, if the client knows
+        /// (`cm_core::Feedback::lost_sent`, carried as an age because the
+        /// two processes' clocks have different epochs).
+        lost_age_us: Option<u64>,
     },
     /// `cm_query(flow)`; answered by [`ToClient::Estimate`].
     Query {

@@ -457,6 +457,7 @@ impl Prober {
                         LossMode::NotCongestion
                     },
                     rtt: rtt.take(),
+                    lost_sent: None,
                 },
                 hint: None,
                 interval: (n, if delivered { n } else { 0 }),
@@ -491,6 +492,7 @@ impl Prober {
                         nrecd: Bytes::ZERO,
                         loss,
                         rtt: None,
+                        lost_sent: None,
                     },
                     hint: None,
                     interval: (nsent, 0),

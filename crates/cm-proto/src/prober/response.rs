@@ -91,6 +91,7 @@ impl Prober {
                         LossMode::None
                     },
                     rtt: rtt_once.take(),
+                    lost_sent: None,
                 },
                 hint,
                 interval,

@@ -217,6 +217,8 @@ impl Accounting {
         }
         self.peer_bytes = self.peer_bytes.max(ack.recv_bytes);
         let (mut nsent, mut nrecd, mut nlost) = (0u64, 0u64, 0u64);
+        // When the most recently sent of the datagrams found lost left.
+        let mut lost_sent: Option<Instant> = None;
         let mut echo_new = false;
         // 1. What the mask says arrived.
         for back in 0..64u64 {
@@ -274,6 +276,7 @@ impl Accounting {
                     s.state = State::Lost;
                     nlost += 1;
                     self.counters.lost += 1;
+                    lost_sent = lost_sent.max(s.departed);
                 }
             }
         }
@@ -308,6 +311,7 @@ impl Accounting {
                 LossMode::None
             },
             rtt,
+            lost_sent,
         })
     }
 
@@ -382,11 +386,13 @@ impl Accounting {
         }
         let n = usize::try_from(self.departed - self.base).unwrap_or(usize::MAX);
         let mut nsent = 0u64;
+        let mut lost_sent: Option<Instant> = None;
         for s in self.slots.iter_mut().take(n) {
             if s.state == State::Pending {
                 s.state = State::Lost;
                 nsent += u64::from(s.bytes);
                 self.counters.lost += 1;
+                lost_sent = lost_sent.max(s.departed);
             }
         }
         self.pop_resolved();
@@ -401,6 +407,7 @@ impl Accounting {
             nrecd: Bytes(0),
             loss: LossMode::Persistent,
             rtt: None,
+            lost_sent,
         })
     }
 }

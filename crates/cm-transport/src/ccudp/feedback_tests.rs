@@ -101,6 +101,41 @@ fn a_gap_with_three_later_arrivals_is_a_transient_loss() {
     assert_eq!(p.tx.counters.lost, 1);
 }
 
+/// A loss report says when the most recently sent of its lost datagrams
+/// left, so the CM can tell a loss of data sent before its last reduction
+/// from a new one (RFC 6582 §3.2), whatever else the report resolves.
+/// A timeout's report says the same of everything it declares lost.
+#[test]
+fn a_loss_report_carries_when_the_newest_lost_datagram_left() {
+    let mut p = Pair {
+        tx: Accounting::new(),
+        rx: AckState::default(),
+    };
+    // Datagrams 0..8 leave at 0, 10, ..., 70 ms; 1 and 3 are lost.
+    for i in 0..8 {
+        p.tx.on_queued(LEN);
+        p.tx.on_departed(t(10 * i));
+    }
+    for s in [0, 2, 4, 5, 6] {
+        p.arrive(s, t(100));
+    }
+    let a = p.ack(t(100));
+    let fb = p.deliver(&a, t(100)).unwrap();
+    assert_eq!(fb.loss, LossMode::Transient);
+    assert_eq!((fb.nsent.get(), fb.nrecd.get()), (7000, 5000));
+    assert_eq!(fb.lost_sent, Some(t(30)), "datagram 3's departure");
+    // Nothing lost: nothing to date.
+    p.arrive(7, t(110));
+    let a = p.ack(t(110));
+    assert_eq!(p.deliver(&a, t(110)).unwrap().lost_sent, None);
+    // A timeout declares what is outstanding lost.
+    p.tx.on_queued(LEN);
+    p.tx.on_departed(t(200));
+    let fb = p.tx.handle_timeout(t(5_000)).unwrap();
+    assert_eq!(fb.loss, LossMode::Persistent);
+    assert_eq!(fb.lost_sent, Some(t(200)));
+}
+
 #[test]
 fn reordering_within_the_threshold_is_not_a_loss() {
     let mut p = Pair::sent(4);

@@ -107,6 +107,7 @@ impl CmAccount {
             nrecd: Bytes(nrecd),
             loss,
             rtt,
+            lost_sent: None,
         }));
         nsent
     }

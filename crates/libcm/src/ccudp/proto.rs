@@ -170,6 +170,7 @@ impl Proto {
                 nrecd: Bytes::ZERO,
                 loss: LossMode::NotCongestion,
                 rtt: None,
+                lost_sent: None,
             })
         };
         (d, packets)

@@ -25,6 +25,9 @@ impl Cm {
                 nrecd: fb.nrecd.get(),
                 loss: fb.loss,
                 rtt_us: fb.rtt.map(cm_core::Duration::as_micros),
+                lost_age_us: fb
+                    .lost_sent
+                    .map(|t| cm_clock::now().saturating_since(t).as_micros()),
             },
         )
     }

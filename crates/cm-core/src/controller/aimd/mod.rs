@@ -53,6 +53,9 @@ pub struct Aimd {
     /// The congestion episode the last reduction started, if its data is
     /// not all resolved yet.
     episode: Option<Episode>,
+    /// When the last reduction (for loss, ECN or a timeout) happened: a
+    /// loss of data sent before it belongs to it.
+    reduced_at: Option<Instant>,
     /// The window when exponential aging started halving it, until feedback
     /// resumes: aging is not a congestion signal (sigcomm1999 §4.4).
     aged_from: Option<Bytes>,
@@ -121,6 +124,7 @@ impl Aimd {
             recovery_until: None,
             sent: 0,
             episode: None,
+            reduced_at: None,
             aged_from: None,
             round: None,
             law: None,
@@ -381,9 +385,25 @@ impl Controller for Aimd {
                     episode,
                     Some(CongestionKind::Transient | CongestionKind::Ecn)
                 );
-                if in_episode || self.recovery_until.is_some_and(|t| ev.now < t) {
+                // The same rule by send time, where the transport says when
+                // the lost data left (RFC 6582 §3.2's recover point; RFC
+                // 8985 §6.1 orders by send time): data sent before the last
+                // reduction belongs to it, however late its loss is found.
+                // The byte count cannot tell: a loss is found only when
+                // later data arrives (RFC 5681 §3.2), and the report that
+                // finds a loss at the end of the window also resolves data
+                // sent after the reduction, which ends the episode early.
+                // Without this rule a paced flow beside Linux Reno at a
+                // DropTail queue halved twice, 1-2 RTTs apart, for one
+                // congestion event (docs/apps.md, `real-layered`).
+                let sent_before = ev
+                    .lost_sent
+                    .zip(self.reduced_at)
+                    .is_some_and(|(sent, reduced)| sent <= reduced);
+                if in_episode || sent_before || self.recovery_until.is_some_and(|t| ev.now < t) {
                     return;
                 }
+                self.reduced_at = Some(ev.now);
                 self.halve();
                 let s = self.ssthresh;
                 self.set_cwnd(s);
@@ -413,6 +433,7 @@ impl Controller for Aimd {
                 self.bytes_acked = Bytes::ZERO;
                 let f = self.floor();
                 self.set_cwnd(f);
+                self.reduced_at = Some(ev.now);
                 self.recovery_until = Some(ev.now + ev.srtt.unwrap_or(NO_RTT_PERIOD));
                 self.start_episode(ev.kind);
                 self.aged_from = None;
@@ -454,6 +475,7 @@ impl Controller for Aimd {
         self.bytes_acked = Bytes::ZERO;
         self.recovery_until = None;
         self.episode = None;
+        self.reduced_at = None;
         self.aged_from = None;
         self.round = None;
     }

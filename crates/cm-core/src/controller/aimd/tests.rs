@@ -235,6 +235,60 @@ fn regression_late_loss_of_the_same_window_does_not_halve_again() {
     assert_eq!(c.window(), Bytes(5_000));
 }
 
+/// Regression (issue 17, real-layered): a loss at the end of a window is
+/// found only when later datagrams arrive (RFC 5681 §3.2), and those were
+/// sent after the reduction. The report that finds it also resolves them,
+/// so by byte count the reduction's window of data has left the network,
+/// and the loss halved the window a second time, one to two RTTs after
+/// the first. In `real-layered` the CM answered 47 loss events where Reno
+/// entered recovery 41 times. The transport's send time of the lost data
+/// settles it: data sent before the reduction belongs to it (RFC 6582
+/// §3.2).
+#[test]
+fn regression_loss_found_by_data_sent_after_the_reduction_belongs_to_it() {
+    let mut c = aimd();
+    sent(&mut c, t(0), 20_000);
+    ack(&mut c, t(0), 10_000);
+    loss_in_flight(&mut c, t(100), CongestionKind::Transient, 1_000, 19_000);
+    assert_eq!(c.window(), Bytes(10_000));
+    // After the reduction: 4 000 bytes more, and all the old window but
+    // one datagram (sent at 90 ms) acknowledged.
+    sent(&mut c, t(150), 4_000);
+    ack_in_flight(&mut c, t(240), 18_000, 23_000);
+    // At 260 ms, past the once-per-RTT guard: 3 000 of the new bytes
+    // arrive and reveal the old datagram's loss. 1 000 bytes are left.
+    let found = |c: &mut Aimd, lost_sent: Option<Instant>| {
+        ack_in_flight(c, t(260), 3_000, 5_000);
+        let ev = CongestionEvent::new(
+            t(260),
+            CongestionKind::Transient,
+            Bytes(1_000),
+            Bytes(1_000),
+            Some(Duration::from_millis(100)),
+        );
+        c.on_congestion(&ev.with_lost_sent(lost_sent));
+    };
+    let mut by_bytes = c.clone();
+    found(&mut by_bytes, None);
+    assert_eq!(
+        by_bytes.window(),
+        Bytes(5_000),
+        "by byte count alone the episode looks over"
+    );
+    found(&mut c, Some(t(90)));
+    assert_eq!(c.window(), Bytes(10_000), "sent before the reduction");
+    // A loss of data sent after the reduction is a new congestion event.
+    let ev = CongestionEvent::new(
+        t(300),
+        CongestionKind::Transient,
+        Bytes(1_000),
+        Bytes::ZERO,
+        Some(Duration::from_millis(100)),
+    );
+    c.on_congestion(&ev.with_lost_sent(Some(t(150))));
+    assert_eq!(c.window(), Bytes(5_000));
+}
+
 /// Regression (issue 3, layered-audio q4 control): a timeout ending a
 /// failed fast recovery halved ssthresh a second time (to a quarter of
 /// the window, and to 2 MTU on a repeated timeout), where NewReno's

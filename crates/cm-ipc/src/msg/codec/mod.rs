@@ -119,12 +119,14 @@ impl Message for ToDaemon {
                 nrecd,
                 loss,
                 rtt_us,
+                lost_age_us,
             } => {
                 w.u64(flow);
                 w.u64(nsent);
                 w.u64(nrecd);
                 w.u8(loss_to_u8(loss));
                 w.opt_u64(rtt_us);
+                w.opt_u64(lost_age_us);
                 0x06
             }
             ToDaemon::Query { seq, flow } => {
@@ -251,6 +253,7 @@ impl Message for ToDaemon {
                 loss: loss_from_u8(r.u8()?)?,
                 // One encoding per message: an absent sample is zero.
                 rtt_us: r.opt_u64("rtt without its flag")?,
+                lost_age_us: r.opt_u64("lost data's age without its flag")?,
             },
             0x07 => ToDaemon::Query {
                 seq: r.u32()?,

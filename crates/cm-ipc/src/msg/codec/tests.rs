@@ -50,8 +50,9 @@ fn an_optional_value_without_its_flag_is_refused() {
                 nrecd: 1460,
                 loss: LossMode::None,
                 rtt_us: None,
+                lost_age_us: None,
             },
-            "rtt without its flag",
+            "lost data's age without its flag",
         ),
         (
             ToDaemon::SetMacroflow {
