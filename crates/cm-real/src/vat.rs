@@ -20,7 +20,7 @@
 //! clock.
 
 use std::fmt::Write as _;
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr, SocketAddrV4};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,7 @@ use cm_apps::vat::{
 use cm_experiments::experiments::{Check, Output};
 use cm_experiments::plot::{Plot, Series, Style};
 use cm_experiments::progress::Progress;
-use cm_force::proxy::run_all;
+use cm_force::proxy::{Relay, run_all};
 use cm_netem::{Node, PathConfig, Queue};
 use cm_transport::maxq::Overflow;
 use cm_ttcp::Transport;
@@ -68,6 +68,61 @@ struct CaseResult {
     receiver: VatReport,
 }
 
+/// The CM senders' macroflow, sampled every [`SAMPLE`] while they run.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+struct WindowSamples {
+    samples: u64,
+    /// Mean window, bytes.
+    mean_window: f64,
+    /// Mean bytes in flight.
+    mean_in_flight: f64,
+    /// Fraction of samples with the window at most two MTUs, the floor a
+    /// reduction leaves (RFC 5681 §3.1).
+    at_floor: f64,
+    /// The CM's MTU, bytes: a grant needs this much room in the window.
+    mtu: u64,
+}
+
+/// What a group of senders gives back: each case's result, and its
+/// macroflow's samples (none for plain UDP).
+type GroupResult = (Vec<CaseResult>, WindowSamples);
+
+/// How often the macroflow is sampled.
+const SAMPLE: Duration = Duration::from_millis(100);
+
+/// Run the senders until `until` or their end, sampling the macroflow to
+/// `dst` (if any) every [`SAMPLE`].
+fn run_sampled(
+    ends: &mut [VatSender],
+    cm: &libcm::ccudp::SharedCm,
+    until: Instant,
+    dst: IpAddr,
+) -> Result<WindowSamples> {
+    let mtu = libcm::Config::default().mtu.get();
+    let mut w = WindowSamples {
+        mtu,
+        ..WindowSamples::default()
+    };
+    let (mut window, mut in_flight, mut floor) = (0.0, 0.0, 0u64);
+    while Instant::now() < until && !ends.iter().all(|e| e.finished()) {
+        let slice = (Instant::now() + SAMPLE).min(until);
+        run_all(ends, cm, &AtomicBool::new(false), Some(slice)).map_err(RealError::app("vat"))?;
+        let stat = cm.borrow_mut().stat()?;
+        if let Some(m) = stat.macroflows.iter().find(|m| m.dst == Some(dst)) {
+            w.samples += 1;
+            window += m.window as f64;
+            in_flight += m.in_flight as f64;
+            floor += u64::from(m.window <= 2 * mtu);
+        }
+    }
+    if w.samples > 0 {
+        let n = w.samples as f64;
+        (w.mean_window, w.mean_in_flight, w.at_floor) =
+            (window / n, in_flight / n, floor as f64 / n);
+    }
+    Ok(w)
+}
+
 /// Runs the senders of `cases` (indices into [`CASES`]) on one CM in the
 /// sender's namespace (so CM senders share one macroflow), and their
 /// receivers on one thread in the receiver's.
@@ -75,7 +130,7 @@ fn vat_group(
     rig: &Rig,
     cases: &'static [usize],
     secs: u64,
-) -> Result<std::thread::JoinHandle<Result<Vec<CaseResult>>>> {
+) -> Result<std::thread::JoinHandle<Result<GroupResult>>> {
     let rcv = rig.path().receiver_addr();
     let addr = move |i: usize| SocketAddr::V4(SocketAddrV4::new(rcv, VAT_PORT + i as u16));
     let rx = rig
@@ -100,9 +155,9 @@ fn vat_group(
         })?;
     // The receivers bind before the senders' first frames.
     std::thread::sleep(Duration::from_millis(200));
-    let tx = rig
-        .path()
-        .spawn_in(Node::Sender, move || -> Result<Vec<SenderReport>> {
+    let tx = rig.path().spawn_in(
+        Node::Sender,
+        move || -> Result<(Vec<SenderReport>, WindowSamples)> {
             let cm = embedded_cm()?;
             let mut ends = cases
                 .iter()
@@ -118,18 +173,19 @@ fn vat_group(
                 })
                 .collect::<Result<Vec<_>>>()?;
             let until = Instant::now() + Duration::from_secs(secs + 5);
-            run_all(&mut ends, &cm, &AtomicBool::new(false), Some(until))
-                .map_err(RealError::app("vat"))?;
-            Ok(ends.iter().map(VatSender::report).collect())
-        })?;
-    Ok(std::thread::spawn(move || -> Result<Vec<CaseResult>> {
-        let senders = tx.join().map_err(|_| RealError::Thread("vat sender"))??;
+            let w = run_sampled(&mut ends, &cm, until, IpAddr::V4(rcv))?;
+            Ok((ends.iter().map(VatSender::report).collect(), w))
+        },
+    )?;
+    Ok(std::thread::spawn(move || -> Result<GroupResult> {
+        let (senders, window) = tx.join().map_err(|_| RealError::Thread("vat sender"))??;
         let receivers = rx.join().map_err(|_| RealError::Thread("vat receiver"))??;
-        Ok(senders
+        let cases = senders
             .into_iter()
             .zip(receivers)
             .map(|(sender, receiver)| CaseResult { sender, receiver })
-            .collect())
+            .collect();
+        Ok((cases, window))
     }))
 }
 
@@ -152,7 +208,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         })
         .collect();
     let rig = Rig::build(cfg, HostOptions::sack(true))?;
-    let (reno, cases) = std::thread::scope(|s| -> Result<_> {
+    let (reno, cases, window) = std::thread::scope(|s| -> Result<_> {
         let reno = s.spawn(|| rig.run(&jobs, None));
         std::thread::sleep(Duration::from_secs(2));
         // drop-from-head and FIFO on one CM (one macroflow, shared
@@ -162,12 +218,17 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
             vat_group(&rig, &[2], secs)?,
         ];
         let mut cases = Vec::new();
+        let mut window = WindowSamples::default();
         for h in handles {
-            cases.extend(h.join().map_err(|_| RealError::Thread("vat case"))??);
+            let (c, w) = h.join().map_err(|_| RealError::Thread("vat case"))??;
+            cases.extend(c);
+            if w.samples > 0 {
+                window = w;
+            }
             bar.tick();
         }
         let reno = reno.join().map_err(|_| RealError::Thread("reno"))??;
-        Ok((reno, cases))
+        Ok((reno, cases, window))
     })?;
     rig.finish()?;
     let reno_bps: Vec<f64> = reno
@@ -246,6 +307,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
             "head_buffer_p95_to_fifo_buffer_p95": buffer_p95_ratio,
             "head_rate_to_reno_mean": head_to_reno,
             "head_rate_to_fifo_rate": head_to_fifo,
+            "cm_window": window,
             "reno_bps": reno_bps,
             "reno_mean_bps": reno_mean,
             "seconds": secs,
