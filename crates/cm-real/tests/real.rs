@@ -178,7 +178,7 @@ fn real_voip_proxies_hold_the_capacity_at_every_count() {
 /// delays frames less than a FIFO of the same size (95th percentile and
 /// mean wait in the buffer) without sending more, and its 95th-percentile
 /// wait in the buffer, the part of the delay the policy decides, is at
-/// most half of FIFO's (0.36 in a full and a quick run). The experiment's
+/// most half of FIFO's (0.25 to 0.40 in full runs). The experiment's
 /// check on the whole one-way delay (drop-from-head's 95th percentile at
 /// most half of FIFO's) is reported by `cm experiment real-vat` and not
 /// asserted: the network's queue is in both delays, and full runs give
