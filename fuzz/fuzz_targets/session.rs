@@ -158,6 +158,7 @@ fn message(i: &mut Input, seen: &Seen) -> ToDaemon {
                 LossMode::NotCongestion,
             ]),
             rtt_us: i.pick(&[None, Some(0), Some(40_000), Some(u64::MAX)]),
+            lost_age_us: i.pick(&[None, Some(0), Some(30_000), Some(u64::MAX)]),
         },
         6 => ToDaemon::Query {
             seq,
