@@ -132,13 +132,6 @@ impl Feedback {
             lost_sent: None,
         }
     }
-
-    /// The same feedback, saying when the most recently sent of its lost
-    /// bytes left the sender.
-    pub fn with_lost_sent(mut self, at: Instant) -> Self {
-        self.lost_sent = Some(at);
-        self
-    }
 }
 
 /// When a rate-callback flow is told about changes (`cm_thresh`,

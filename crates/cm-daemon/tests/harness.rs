@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use cm_core::Instant;
+use cm_core::{Duration, Feedback, Instant, LossMode};
 use cm_daemon::{DaemonConfig, Harness};
 use cm_ipc::{Frame, ToClient, ToDaemon};
 
@@ -151,39 +151,36 @@ fn macroflows_one_user_makes_are_limited() {
 /// age (`lost_age_us`, protocol version 7), and the daemon puts it on its
 /// own clock: a loss of data sent before the macroflow's last reduction,
 /// found by data sent after it, does not reduce the window again. Without
-/// the age the same report reduces it (the byte count alone).
+/// the send time the same report reduces it (the byte count alone), and so
+/// does a loss of data sent after the reduction. The client's clock has
+/// another epoch than the daemon's (its zero is the daemon's 1 s).
 #[test]
 fn a_lost_data_age_reaches_the_core_on_the_daemons_clock() {
     cm_daemon::log::set_quiet(true);
-    let run = |lost_age_us: Option<u64>| {
+    let daemon = |ms: u64| SEC + ms * 1000;
+    let client = |ms: u64| Instant::from_micros(ms * 1000);
+    let run = |lost_sent_ms: Option<u64>| {
         let mut h = Harness::new(DaemonConfig::default()).unwrap();
-        let ms = |v: u64| SEC + v * 1000;
         let t = h
-            .connect(1000, 1, Instant::from_micros(ms(0)))
+            .connect(1000, 1, Instant::from_micros(daemon(0)))
             .unwrap()
             .unwrap();
         let hello = ToDaemon::Hello {
             version: cm_ipc::VERSION,
         };
-        send(&mut h, t, &hello, ms(0));
+        send(&mut h, t, &hello, daemon(0));
         let open = ToDaemon::Open {
             seq: 1,
             src: None,
             dst: "192.0.2.1:80".parse().unwrap(),
         };
-        let [ToClient::Opened { flow, .. }] = send(&mut h, t, &open, ms(0))[..] else {
+        let [ToClient::Opened { flow, .. }] = send(&mut h, t, &open, daemon(0))[..] else {
             panic!("not opened");
         };
-        let update = |nsent: u64, nrecd: u64, loss, rtt_us, lost_age_us| ToDaemon::Update {
-            flow,
-            nsent,
-            nrecd,
-            loss,
-            rtt_us,
-            lost_age_us,
-        };
-        let window = |h: &mut Harness, now: u64| {
-            send(h, t, &ToDaemon::Stat { seq: 9 }, now)
+        // Each call at `ms` on both clocks; returns the macroflow's window.
+        let mut call = |m: ToDaemon, ms: u64| {
+            send(&mut h, t, &m, daemon(ms));
+            send(&mut h, t, &ToDaemon::Stat { seq: 9 }, daemon(ms))
                 .iter()
                 .find_map(|m| match m {
                     ToClient::StatMacroflow { stat, .. } => Some(stat.window),
@@ -191,55 +188,41 @@ fn a_lost_data_age_reaches_the_core_on_the_daemons_clock() {
                 })
                 .unwrap()
         };
-        let mtu = 1460;
-        use cm_core::LossMode::{None as NoLoss, Transient};
-        send(
-            &mut h,
-            t,
-            &ToDaemon::Notify {
+        let update = |fb: Feedback, ms: u64| ToDaemon::update(flow, &fb, client(ms));
+        let (mtu, rtt) = (1460, Duration::from_millis(100));
+        call(
+            ToDaemon::Notify {
                 flow,
                 nsent: 10 * mtu,
             },
-            ms(0),
+            0,
         );
-        send(
-            &mut h,
-            t,
-            &update(mtu, mtu, NoLoss, Some(100_000), None),
-            ms(100),
+        call(update(Feedback::acked(mtu, rtt), 100), 100);
+        let halved = call(
+            update(Feedback::lossy(mtu, 0, LossMode::Transient), 100),
+            100,
         );
-        send(&mut h, t, &update(mtu, 0, Transient, None, None), ms(100));
-        let halved = window(&mut h, ms(100));
-        send(
-            &mut h,
-            t,
-            &ToDaemon::Notify {
+        call(
+            ToDaemon::Notify {
                 flow,
                 nsent: 4 * mtu,
             },
-            ms(150),
+            150,
         );
-        send(
-            &mut h,
-            t,
-            &update(7 * mtu, 7 * mtu, NoLoss, Some(100_000), None),
-            ms(240),
-        );
-        // At 260 ms: the last datagram of the old window (sent at 0 ms,
-        // 260 ms ago) is found lost by three sent after the reduction.
-        send(
-            &mut h,
-            t,
-            &update(4 * mtu, 3 * mtu, Transient, None, lost_age_us),
-            ms(260),
-        );
-        (halved, window(&mut h, ms(260)))
+        call(update(Feedback::acked(7 * mtu, rtt), 240), 240);
+        // At 260 ms the last datagram of the old window is found lost by
+        // three sent after the reduction.
+        let fb = Feedback {
+            lost_sent: lost_sent_ms.map(client),
+            ..Feedback::lossy(4 * mtu, 3 * mtu, LossMode::Transient)
+        };
+        (halved, call(update(fb, 260), 260))
     };
-    let (halved, after) = run(Some(260_000));
-    assert_eq!(after, halved, "sent before the reduction");
+    let (halved, after) = run(Some(0));
+    assert_eq!(after, halved, "sent at 0 ms, before the reduction");
     let (halved, after) = run(None);
     assert!(after < halved, "by byte count alone: {after} vs {halved}");
-    let (halved, after) = run(Some(110_000));
+    let (halved, after) = run(Some(150));
     assert!(
         after < halved,
         "sent at 150 ms, after the reduction: {after}"

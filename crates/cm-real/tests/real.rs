@@ -183,8 +183,9 @@ fn real_voip_proxies_hold_the_capacity_at_every_count() {
 /// most half of FIFO's) is reported by `cm experiment real-vat` and not
 /// asserted: the network's queue is in both delays, and full runs give
 /// 0.40 to 0.58 (docs/apps.md). The macroflow's window is sampled while
-/// the senders run (`cm_window`), for the explanation docs/apps.md gives
-/// of the full buffers: bytes in flight stay under the window.
+/// the senders run (`cm_window`, which docs/apps.md's explanation of the
+/// full buffers reads): the samples are there, and on average the bytes
+/// in flight do not exceed the window.
 #[test]
 fn real_vat_drop_from_head_delays_less_than_a_fifo() {
     let Some(_serial) = root() else { return };

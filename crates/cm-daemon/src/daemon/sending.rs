@@ -3,7 +3,7 @@
 //! `cm_thresh` (RFC 3124 §4), and the scheduler weight. Each is one core
 //! call; the flow's ownership was checked in `calls.rs`.
 
-use cm_core::{Bytes, Feedback, FlowId, Thresholds};
+use cm_core::{Bytes, FlowId, Thresholds};
 use cm_ipc::{ErrorCode, ToClient, ToDaemon};
 
 use super::Daemon;
@@ -16,26 +16,11 @@ impl Daemon {
         match *m {
             ToDaemon::Request { k, .. } => done(core.request_mtus(now, flow, k)),
             ToDaemon::Notify { nsent, .. } => done(core.notify(now, flow, Bytes(nsent))),
-            ToDaemon::Update {
-                nsent,
-                nrecd,
-                loss,
-                rtt_us,
-                lost_age_us,
-                ..
-            } => {
-                let fb = Feedback {
-                    nsent: Bytes(nsent),
-                    nrecd: Bytes(nrecd),
-                    loss,
-                    rtt: rtt_us.map(cm_core::Duration::from_micros),
-                    // The client's age of the lost data, on the daemon's
-                    // clock (the message's transit counts as age).
-                    lost_sent: lost_age_us
-                        .map(|a| cm_core::Instant::from_micros(now.as_micros().saturating_sub(a))),
-                };
-                done(core.update(now, flow, fb))
-            }
+            ToDaemon::Update { .. } => m
+                .feedback(now)
+                .map_or(Err(ErrorCode::InvalidArgument), |fb| {
+                    done(core.update(now, flow, fb))
+                }),
             ToDaemon::Query { seq, .. } => answer(core.query(flow), |e| ToClient::Estimate {
                 seq,
                 estimate: e.into(),

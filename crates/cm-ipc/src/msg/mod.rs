@@ -12,6 +12,7 @@ use cm_core::{Duration, LossMode, PathEstimate, Rate};
 mod codec;
 mod error_code;
 pub mod examples;
+mod feedback;
 mod peer;
 
 pub use codec::Message;

@@ -19,16 +19,7 @@ impl Cm {
         self.fire(
             flow,
             |core, now, flow| core.update(now, flow, fb),
-            |flow| ToDaemon::Update {
-                flow: flow.to_u64(),
-                nsent: fb.nsent.get(),
-                nrecd: fb.nrecd.get(),
-                loss: fb.loss,
-                rtt_us: fb.rtt.map(cm_core::Duration::as_micros),
-                lost_age_us: fb
-                    .lost_sent
-                    .map(|t| cm_clock::now().saturating_since(t).as_micros()),
-            },
+            |flow| ToDaemon::update(flow.to_u64(), &fb, cm_clock::now()),
         )
     }
 
