@@ -127,7 +127,7 @@ impl AlfChannel {
             .map(|d| StdDuration::from_micros(d.as_micros()))
     }
 
-    /// Grants declined (the application had nothing to send).
+    /// Grants declined (the application had nothing to send at all).
     pub fn declined(&self) -> u64 {
         self.declined
     }
@@ -146,7 +146,8 @@ impl AlfChannel {
 
     /// `cm_request` for `k` MTUs at once (a packet bunch, iscc §VI-B): the
     /// shaper releases them back to back when it has the credit, and
-    /// [`AlfChannel::drive`] asks `fill` once per MTU of the grant.
+    /// [`AlfChannel::drive`] asks `fill` for datagrams until the grant's
+    /// bytes are used.
     pub fn request_mtus(&mut self, cm: &mut Cm, k: u32) -> io::Result<()> {
         cm.request_mtus(self.flow, k.max(1)).map_err(cm_err)?;
         self.requested = Some(std::time::Instant::now());
@@ -159,14 +160,21 @@ impl AlfChannel {
         self.inbox.pop_front()
     }
 
-    /// Read acknowledgements, report timeouts, and serve grants: for each
-    /// MTU of a grant `fill` gives the payload to send now (at most
-    /// [`AlfChannel::max_payload`] bytes; `None` declines the rest of the
-    /// grant).
+    /// Read acknowledgements, report timeouts, and serve grants. A grant
+    /// lets the flow send up to its bytes (whole MTUs; "any mtu (or less)
+    /// bytes", sigcomm1999 §3.1), counted as the CM counts them: CC-UDP's
+    /// data header and the payload. `fill` is asked for datagrams while the
+    /// grant has room for a header and one payload byte; it is given the
+    /// largest payload that still fits (at most
+    /// [`AlfChannel::max_payload`]) and returns one no larger, or `None` to
+    /// leave the rest of the grant. So a sender of small datagrams (vat's
+    /// frames) sends several per grant and can use the window `cm_query`'s
+    /// rate reports, not one datagram per MTU of it. A payload larger than
+    /// the room is a bug in `fill`: it is not sent and ends the grant.
     pub fn drive(
         &mut self,
         cm: &mut Cm,
-        mut fill: impl FnMut(&mut Cm) -> Option<Vec<u8>>,
+        mut fill: impl FnMut(&mut Cm, usize) -> Option<Vec<u8>>,
     ) -> io::Result<()> {
         self.read_acks(cm)?;
         let now = cm_clock::now();
@@ -186,16 +194,24 @@ impl AlfChannel {
                 _ => continue,
             };
             self.requested = None;
-            let mtu = (self.max_payload + 28 + DATA_HEADER_LEN) as u64;
-            let packets = (bytes.get() / mtu.max(1)).max(1);
+            let mut left = usize::try_from(bytes.get()).unwrap_or(usize::MAX);
             let mut sent = 0u64;
-            for _ in 0..packets {
-                match fill(cm) {
-                    Some(payload) if payload.len() <= self.max_payload => {
-                        sent += self.send(&payload) as u64;
+            loop {
+                let room = left.saturating_sub(DATA_HEADER_LEN).min(self.max_payload);
+                if room == 0 {
+                    break;
+                }
+                match fill(cm, room) {
+                    Some(payload) if payload.len() <= room => {
+                        let n = self.send(&payload);
+                        sent += n as u64;
+                        left = left.saturating_sub(n);
                     }
-                    _ => {
-                        self.declined += 1;
+                    Some(_) => break,
+                    None => {
+                        if sent == 0 {
+                            self.declined += 1;
+                        }
                         break;
                     }
                 }
@@ -262,5 +278,73 @@ impl AlfChannel {
 impl AsFd for AlfChannel {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.sock.as_fd()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// One grant to a fresh channel with a peer socket that only counts
+    /// what arrives; `fill` records the room it is offered each time.
+    fn one_grant(
+        mut fill: impl FnMut(usize) -> Option<Vec<u8>>,
+    ) -> (Vec<usize>, usize, u64, AlfChannel, Cm) {
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut cm = Cm::embedded(libcm::Config::default()).unwrap();
+        let mut ch = AlfChannel::open(&mut cm, peer.local_addr().unwrap()).unwrap();
+        ch.request(&mut cm).unwrap();
+        let mut rooms = Vec::new();
+        let until = std::time::Instant::now() + StdDuration::from_secs(2);
+        while rooms.is_empty() && std::time::Instant::now() < until {
+            ch.drive(&mut cm, |_, room| {
+                rooms.push(room);
+                fill(room)
+            })
+            .unwrap();
+        }
+        peer.set_read_timeout(Some(StdDuration::from_millis(200)))
+            .unwrap();
+        let (mut arrived, mut buf) = (0, [0u8; 2048]);
+        while peer.recv(&mut buf).is_ok() {
+            arrived += 1;
+        }
+        let in_flight = cm.stat().unwrap().macroflows[0].in_flight;
+        (rooms, arrived, in_flight, ch, cm)
+    }
+
+    /// sigcomm1999 §3.1: a grant is for "any mtu (or less) bytes", so a
+    /// sender of small datagrams sends as many as the grant's bytes hold,
+    /// each offered the room that is left, and the CM is told of them all.
+    #[test]
+    fn a_grant_carries_as_many_small_datagrams_as_its_bytes_hold() {
+        const FRAME: usize = 160;
+        let (rooms, arrived, in_flight, ch, mut cm) =
+            one_grant(|room| (room >= FRAME).then(|| vec![7u8; FRAME]));
+        let mtu = cm.mtu(ch.flow()).unwrap() as usize;
+        let per = DATA_HEADER_LEN + FRAME;
+        let fit = mtu / per;
+        assert!(fit > 1, "the test needs several frames per MTU");
+        assert_eq!(rooms[0], ch.max_payload());
+        assert_eq!(rooms.len(), fit + 1, "{rooms:?}");
+        for (i, &r) in rooms.iter().enumerate() {
+            assert_eq!(r, (mtu - i * per - DATA_HEADER_LEN).min(ch.max_payload()));
+        }
+        assert_eq!(arrived, fit);
+        assert_eq!(in_flight, (fit * per) as u64);
+        assert_eq!(ch.declined(), 0, "a grant partly used is not declined");
+        let _ = cm.close(ch.flow());
+    }
+
+    /// A payload larger than the room offered is not sent, and a grant
+    /// with nothing to send is declined.
+    #[test]
+    fn an_oversized_payload_is_not_sent_and_an_unused_grant_is_declined() {
+        let (rooms, arrived, in_flight, ch, _cm) = one_grant(|room| Some(vec![0u8; room + 1]));
+        assert_eq!((rooms.len(), arrived, in_flight), (1, 0, 0));
+        let (rooms, arrived, _, ch2, _cm) = one_grant(|_| None);
+        assert_eq!((rooms.len(), arrived, ch2.declined()), (1, 0, 1));
+        assert_eq!(ch.declined(), 0);
     }
 }

@@ -163,6 +163,11 @@ impl<T> MaxQueue<T> {
         Some((item, wait))
     }
 
+    /// The oldest packet, the one [`MaxQueue::pop`] takes next.
+    pub fn front(&self) -> Option<&T> {
+        self.items.front().map(|(item, _)| item)
+    }
+
     /// Packets waiting.
     pub fn len(&self) -> usize {
         self.items.len()

@@ -254,7 +254,7 @@ impl StreamServer {
         let flow = ch.flow();
         let (layers, report, start, piece_bytes) =
             (&self.layers, &mut self.report, self.start, self.piece_bytes);
-        ch.drive(&mut cm, |cm| {
+        ch.drive(&mut cm, |cm, room| {
             // At each grant: the rate now, and the layer it carries.
             let rate = cm
                 .query(flow)
@@ -263,12 +263,18 @@ impl StreamServer {
                 .map_or(0.0, |r| r.bytes_per_sec() as f64);
             let l = layers.layer_for(rate) as u8;
             loop {
-                if let Some((mut p, size)) = pending.pop_front() {
+                if let Some(&(p, size)) = pending.front() {
                     if p.layer > l {
                         // The frame ends at the layers below.
                         pending.clear();
                         continue;
                     }
+                    if PACKET_HEADER + size > room {
+                        // The rest of the grant is too small for it.
+                        return None;
+                    }
+                    pending.pop_front();
+                    let mut p = p;
                     *frame_layer = Some(frame_layer.map_or(p.layer, |f| f.max(p.layer)));
                     p.sent_ns = crate::unix_ns();
                     report.packets += 1;

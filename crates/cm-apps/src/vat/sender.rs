@@ -180,8 +180,8 @@ impl VatSender {
         Ok(())
     }
 
-    /// Serve the channel: at each grant send the buffer's head (declining
-    /// if the buffer emptied), and keep a request outstanding while the
+    /// Serve the channel: at each grant send frames from the buffer's head
+    /// while the grant has room (declining if the buffer emptied), and keep a request outstanding while the
     /// buffer holds a frame.
     fn feed(&mut self) -> Result<(), ProxyError> {
         let Channel::Cm(c) = &mut self.channel else {
@@ -189,7 +189,12 @@ impl VatSender {
         };
         let mut cm = self.cm.borrow_mut();
         let (buffer, sent, waits) = (&mut self.buffer, &mut self.report.sent, &mut self.waits_ms);
-        c.drive(&mut cm, |_| {
+        c.drive(&mut cm, |_, room| {
+            // Every frame is one size, so one that does not fit ends the
+            // grant; the next still goes first (the buffer keeps its order).
+            if buffer.front()?.len() > room {
+                return None;
+            }
             let (frame, wait) = buffer.pop(cm_clock::now())?;
             *sent += 1;
             waits.push(wait.as_micros() as f64 / 1e3);

@@ -202,7 +202,12 @@ impl VideoServer {
         let src = &mut self.source;
         let mut short = false;
         let rtt = self.channel.srtt();
-        self.channel.drive(&mut cm, |_| {
+        self.channel.drive(&mut cm, |_, room| {
+            // Pieces are all of one size: one that does not fit the rest
+            // of the grant is not made yet.
+            if src.payload + PIECE_HEADER > room {
+                return None;
+            }
             let p = src.next_piece(Instant::now(), rtt);
             short |= p.is_none();
             p
