@@ -53,6 +53,9 @@ const RENO_FLOWS: usize = 4;
 const BUFFER: usize = 8;
 /// vat's datagram on the wire: frame, CC-UDP header, UDP/IP headers.
 const WIRE_BYTES: f64 = 160.0 + 16.0 + 28.0;
+/// How long a CM sender may go on past its source's end to empty its
+/// buffer, seconds; its receiver listens one second longer.
+const SENDER_GRACE: u64 = 5;
 /// First vat port at the receiver (one per case).
 const VAT_PORT: u16 = 5010;
 
@@ -140,15 +143,20 @@ fn vat_group(
             let mut ends = cases
                 .iter()
                 .map(|&i| {
+                    // The receivers run as long as the senders may: a CM
+                    // sender can stall for seconds at this loss (backed-off
+                    // retransmission timeouts), and a receiver that ended
+                    // on a short idle timer would acknowledge nothing more,
+                    // so the flow would stay stalled to its end.
                     let cfg = ReceiverConfig {
                         listen: addr(i),
                         transport: CASES[i].1,
-                        idle: Duration::from_secs(2),
+                        idle: Duration::from_secs(secs + SENDER_GRACE + 1),
                     };
                     VatReceiver::bind(&cm, cfg).map_err(RealError::app("vat"))
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let until = Instant::now() + Duration::from_secs(secs + 10);
+            let until = Instant::now() + Duration::from_secs(secs + SENDER_GRACE + 1);
             run_all(&mut ends, &cm, &AtomicBool::new(false), Some(until))
                 .map_err(RealError::app("vat"))?;
             Ok(ends.iter().map(VatReceiver::report).collect())
@@ -172,7 +180,7 @@ fn vat_group(
                     VatSender::connect(&cm, addr(i), cfg).map_err(RealError::app("vat"))
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let until = Instant::now() + Duration::from_secs(secs + 5);
+            let until = Instant::now() + Duration::from_secs(secs + SENDER_GRACE);
             let w = run_sampled(&mut ends, &cm, until, IpAddr::V4(rcv))?;
             Ok((ends.iter().map(VatSender::report).collect(), w))
         },

@@ -1,9 +1,9 @@
 //! The vat sender (cm-implementation-linux §3.6, Fig 2): a CBR source, the
 //! [`Policer`], the application buffer ([`MaxQueue`]) and an
 //! [`AlfChannel`]: while the buffer holds a frame the sender keeps one
-//! request outstanding, and at each grant it sends the buffer's head, so
-//! no frame waits anywhere but in the buffer (vat "needs to act like an
-//! ALF application", §3.6).
+//! request outstanding, and at each grant it sends from the buffer's head
+//! as many frames as the grant's bytes hold, so no frame waits anywhere
+//! but in the buffer (vat "needs to act like an ALF application", §3.6).
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};

@@ -258,7 +258,7 @@ impl Source {
         self.start + self.interval * i + self.cfg.playout
     }
 
-    /// The packet for one MTU of a grant, if the source has one; `rtt` is
+    /// The next packet for a grant, if the source has one; `rtt` is
     /// the channel's smoothed RTT.
     fn next_piece(&mut self, now: Instant, rtt: Option<Duration>) -> Option<Vec<u8>> {
         let due = self.start + self.interval * self.made;
