@@ -52,7 +52,7 @@ run 'cargo run --release -p cm -- sim experiments/scenarios/web4-cm.toml' >/dev/
 run 'cargo run --release -p cm -- select --profile datagram --delay-ms 150 --rate 64k --behaviour app-limited'
 run 'cargo build --release -p cm -p cm-wrap'
 
-# The vat pair: the receiver stops 3 s after the sender's last frame.
+# The vat pair: the receiver stops at the sender's end message.
 in_readme 'cargo run --release -p cm -- vat recv --listen 127.0.0.1:5004 &'
 timeout 60 cargo run --release --locked -q -p cm -- vat recv --listen 127.0.0.1:5004 >/tmp/cm-readme-vat.json 2>/dev/null &
 vat_pid=$!

@@ -5,7 +5,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cm_apps::vat::{SenderReport, Transport, VatConfig, VatSender};
+use cm_apps::vat::{End, SenderReport, Transport, VatConfig, VatSender};
 mod common;
 use common::cm;
 
@@ -24,12 +24,22 @@ fn send(to: SocketAddr, cfg: VatConfig) -> SenderReport {
     s.report()
 }
 
+/// The receivers' idle limit (30 s) is longer than `common::drive`
+/// allows (20 s): they stop at the sender's end message.
 #[test]
 fn frames_arrive_through_the_cm_and_over_plain_udp() {
     for transport in [Transport::Cm, Transport::Udp] {
-        let (to, h) = common::vat_receiver(transport, Duration::from_millis(700));
+        let (to, h) = common::vat_receiver(transport, Duration::from_secs(30));
+        let started = Instant::now();
         let s = send(to, config(transport, 2));
         let r = h.join().unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{transport:?} {:?}",
+            started.elapsed()
+        );
+        assert!(r.ended, "{transport:?} {r:?}");
+        assert_eq!(r.expected, s.made, "{transport:?} {r:?}");
         // 2 s of 20 ms frames; loopback loses nothing and the CM's window
         // soon covers 8 kB/s.
         assert_eq!(s.made, 100, "{transport:?} {s:?}");
@@ -50,10 +60,13 @@ fn garbage_before_and_between_frames_is_counted_and_ignored() {
         for _ in 0..5 {
             junk.send_to(b"\x00\x01 not a frame", to).unwrap();
         }
+        // An end message from anyone but the sender is garbage too: it
+        // does not stop the receiver.
+        junk.send_to(&End { made: 1 }.encode(), to).unwrap();
         thread::sleep(Duration::from_millis(100));
         let s = send(to, config(transport, 1));
         let r = h.join().unwrap();
-        assert!(r.malformed >= 5, "{transport:?} {r:?}");
+        assert!(r.malformed >= 6, "{transport:?} {r:?}");
         assert!(r.frames + 5 >= s.made, "{transport:?} {r:?} {s:?}");
     }
 }

@@ -21,8 +21,8 @@ use crate::proxy_cmd::{Common, positive, relay};
 The sender drops frames to the CM's long-term rate (the policer) and keeps
 at most --buffer frames, dropping the oldest (--drop head, the default) or
 the newest (--drop tail, a FIFO) when the CM cannot send them yet. The
-receiver prints a line per --every seconds and, when the frames stop, the
-one-way delay (mean, 95th percentile; sender and receiver need one clock),
+receiver prints a line per --every seconds and, when the sender ends (or
+no frame has come for --idle seconds), the one-way delay (mean, 95th percentile; sender and receiver need one clock),
 the RFC 3550 jitter and the loss. --transport udp sends every frame at
 once over plain UDP (no congestion control), for comparison."
 )]
@@ -81,8 +81,12 @@ struct RecvArgs {
     /// cm or udp, as the sender.
     #[arg(long, default_value = "cm")]
     transport: Transport,
-    /// Stop when no frame has come for this many seconds.
-    #[arg(long, default_value_t = 3.0)]
+    /// Stop when no frame has come for this many seconds. The sender's
+    /// end message stops the receiver at once; this is for a sender that
+    /// vanished, and must outlast its longest stall (through the CM,
+    /// backed-off retransmission timeouts can hold it for seconds; RFC
+    /// 3550 §6.3.5 times a silent participant out after at least 25 s).
+    #[arg(long, default_value_t = 30.0)]
     idle: f64,
     #[command(flatten)]
     common: Common,
@@ -156,7 +160,7 @@ pub fn run(a: &VatArgs) -> anyhow::Result<()> {
             };
             let mut v = VatReceiver::bind(&cm, cfg)?;
             eprintln!(
-                "cm vat recv: listening on {} ({}); stops {} s after the last frame",
+                "cm vat recv: listening on {} ({}); stops when the sender ends, or {} s after the last frame",
                 v.local_addr()?,
                 if r.transport == Transport::Cm {
                     "through the CM"

@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use cm_transport::maxq::Overflow;
 
-pub use frame::{FRAME_HEADER, Frame};
+pub use frame::{END_BYTES, End, FRAME_HEADER, Frame};
 pub use policer::Policer;
 pub use receiver::{ReceiverConfig, VatReceiver};
 pub(crate) use sender::is_transient;

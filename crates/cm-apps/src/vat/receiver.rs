@@ -11,7 +11,7 @@ use cm_force::proxy::{ProxyError, Relay};
 use libcm::ccudp::{Accepting, SharedCm};
 
 use super::stats::Tally;
-use super::{Frame, Transport, VatReport};
+use super::{End, Frame, Transport, VatReport};
 
 /// The receiver's settings.
 #[derive(Clone, Debug)]
@@ -20,7 +20,11 @@ pub struct ReceiverConfig {
     pub listen: SocketAddr,
     /// How the frames arrive.
     pub transport: Transport,
-    /// Stop when no frame has arrived for this long after the first.
+    /// Stop when no frame has arrived for this long after the first (the
+    /// sender's [`End`] stops it at once). It must outlast the sender's
+    /// longest stall: through the CM, backed-off retransmission timeouts
+    /// can hold a flow for seconds, and a receiver that stopped then
+    /// would never acknowledge again.
     pub idle: Duration,
 }
 
@@ -90,14 +94,21 @@ impl VatReceiver {
         self.tally.report()
     }
 
-    fn take(&mut self, n: usize) {
-        match Frame::decode(&self.buf[..n]) {
-            Some(f) => {
-                self.tally.frame(f, crate::unix_ns());
-                self.last_frame = Some(Instant::now());
-            }
-            None => self.tally.malformed(),
+    fn take(&mut self, n: usize, from: Option<SocketAddr>) {
+        let b = &self.buf[..n];
+        if let Some(f) = Frame::decode(b) {
+            self.tally.frame(f, crate::unix_ns());
+            self.last_frame = Some(Instant::now());
+        } else if let Some(e) = End::decode(b).filter(|_| from == self.peer) {
+            self.tally.end(e.made);
+        } else {
+            self.tally.malformed();
         }
+    }
+
+    /// Whether the sender's end message came.
+    pub fn ended(&self) -> bool {
+        self.tally.ended()
     }
 }
 
@@ -112,18 +123,22 @@ impl Relay for VatReceiver {
             }
         }
         loop {
+            // Through the CM only the peer's data arrives; over plain UDP
+            // the first frame names the peer.
             let r = match &mut self.socket {
                 Socket::Cm(a) => match a.socket() {
-                    Some(cc) => cc.recv(&mut self.buf),
+                    Some(cc) => cc.recv(&mut self.buf).map(|n| (n, self.peer)),
                     None => return Ok(()),
                 },
                 Socket::Udp(s) => s.recv_from(&mut self.buf).map(|(n, from)| {
-                    self.peer.get_or_insert(from);
-                    n
+                    if Frame::decode(&self.buf[..n]).is_some() {
+                        self.peer.get_or_insert(from);
+                    }
+                    (n, Some(from))
                 }),
             };
             match r {
-                Ok(n) => self.take(n),
+                Ok((n, from)) => self.take(n, from),
                 Err(e) if super::sender::is_transient(&e) => break,
                 Err(e) => return Err(e.into()),
             }
@@ -149,9 +164,9 @@ impl Relay for VatReceiver {
         })
     }
 
-    /// Frames stopped ([`VatReceiver::idle`]).
+    /// The sender ended, or frames stopped ([`VatReceiver::idle`]).
     fn finished(&self) -> bool {
-        self.idle()
+        self.ended() || self.idle()
     }
 
     fn fds(&self) -> Vec<BorrowedFd<'_>> {

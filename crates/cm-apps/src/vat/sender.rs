@@ -19,7 +19,7 @@ use crate::alf::AlfChannel;
 use serde::Serialize;
 
 use super::samples::Samples;
-use super::{Frame, Policer, Transport, VatConfig};
+use super::{End, Frame, Policer, Transport, VatConfig};
 
 /// What the sender did.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -49,6 +49,15 @@ pub struct SenderReport {
     pub policer_rate: Option<f64>,
 }
 
+/// Copies of the [`End`] message the sender sends, one per grant through
+/// the CM (each can be lost like any datagram; RTCP's BYE is as
+/// unreliable, RFC 3550 §6.6).
+pub const END_COPIES: u8 = 3;
+/// How long the sender tries to get its end messages out once the buffer
+/// is empty; then it finishes regardless (its receiver stops on its idle
+/// timer instead).
+pub const END_WAIT: Duration = Duration::from_secs(1);
+
 enum Channel {
     Cm(Box<AlfChannel>),
     Udp(UdpSocket),
@@ -68,6 +77,10 @@ pub struct VatSender {
     report: SenderReport,
     /// Sent frames' waits in the buffer, ms.
     waits_ms: Samples,
+    /// End messages sent.
+    ends: u8,
+    /// When the last frame was made and the buffer found empty.
+    emptied: Option<Instant>,
 }
 
 impl VatSender {
@@ -113,6 +126,8 @@ impl VatSender {
             seq: 0,
             report: SenderReport::default(),
             waits_ms: Samples::new(),
+            ends: 0,
+            emptied: None,
             cfg,
         })
     }
@@ -181,18 +196,41 @@ impl VatSender {
     }
 
     /// Serve the channel: at each grant send frames from the buffer's head
-    /// while the grant has room (declining if the buffer emptied), and keep a request outstanding while the
-    /// buffer holds a frame.
+    /// while the grant has room (declining if the buffer emptied), and keep
+    /// a request outstanding while the buffer holds a frame. At the end,
+    /// send the [`End`] message: through the CM one copy per drive, each
+    /// at a grant; over plain UDP all copies at once.
     fn feed(&mut self) -> Result<(), ProxyError> {
+        let end = self.ending().then_some(End {
+            made: self.report.made,
+        });
         let Channel::Cm(c) = &mut self.channel else {
+            if let (Channel::Udp(s), Some(e)) = (&self.channel, end) {
+                for _ in 0..END_COPIES {
+                    match s.send(&e.encode()) {
+                        Ok(_) => {}
+                        Err(e) if is_transient(&e) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                self.ends = END_COPIES;
+            }
             return Ok(());
         };
         let mut cm = self.cm.borrow_mut();
         let (buffer, sent, waits) = (&mut self.buffer, &mut self.report.sent, &mut self.waits_ms);
+        // One end message per drive, so that the copies go at different
+        // grants rather than back to back.
+        let (mut end, ends) = (end, &mut self.ends);
         c.drive(&mut cm, |_, room| {
+            let Some(front) = buffer.front() else {
+                let e = end.take().filter(|_| room >= super::END_BYTES)?;
+                *ends += 1;
+                return Some(e.encode());
+            };
             // Every frame is one size, so one that does not fit ends the
             // grant; the next still goes first (the buffer keeps its order).
-            if buffer.front()?.len() > room {
+            if front.len() > room {
                 return None;
             }
             let (frame, wait) = buffer.pop(cm_clock::now())?;
@@ -200,10 +238,21 @@ impl VatSender {
             waits.push(wait.as_micros() as f64 / 1e3);
             Some(frame)
         })?;
-        if !self.buffer.is_empty() {
+        let ending = self.emptied.is_some_and(|t| t.elapsed() < END_WAIT);
+        if !self.buffer.is_empty() || ending && self.ends < END_COPIES {
             c.request(&mut cm)?;
         }
         Ok(())
+    }
+
+    /// Whether the source is done, the buffer empty, and end messages are
+    /// still to be sent (within [`END_WAIT`]).
+    fn ending(&mut self) -> bool {
+        if !(self.done() && self.buffer.is_empty()) {
+            return false;
+        }
+        let since = *self.emptied.get_or_insert_with(Instant::now);
+        self.ends < END_COPIES && since.elapsed() < END_WAIT
     }
 }
 
@@ -222,7 +271,12 @@ impl Relay for VatSender {
     }
 
     fn wake(&mut self) -> Result<Duration, ProxyError> {
-        let mut t = self.next_frame.saturating_duration_since(Instant::now());
+        let mut t = if self.done() {
+            // Only grants (and the end messages' deadline) remain.
+            Duration::from_millis(20)
+        } else {
+            self.next_frame.saturating_duration_since(Instant::now())
+        };
         if let Channel::Cm(c) = &self.channel {
             if let Some(d) = c.next_timeout() {
                 t = t.min(d);
@@ -231,9 +285,12 @@ impl Relay for VatSender {
         Ok(t)
     }
 
-    /// The last frame is made and the buffer is empty.
+    /// The last frame is made, the buffer is empty, and the end messages
+    /// are sent (or [`END_WAIT`] passed trying).
     fn finished(&self) -> bool {
-        self.done() && self.buffer.is_empty()
+        self.done()
+            && self.buffer.is_empty()
+            && (self.ends >= END_COPIES || self.emptied.is_some_and(|t| t.elapsed() >= END_WAIT))
     }
 
     fn fds(&self) -> Vec<BorrowedFd<'_>> {

@@ -56,7 +56,8 @@ pub struct Second {
 pub struct VatReport {
     /// Frames that arrived (duplicates not counted).
     pub frames: u64,
-    /// Frames the sender numbered up to the highest that arrived.
+    /// Frames the sender numbered up to the highest that arrived, or all
+    /// it made once its [`super::End`] came.
     pub expected: u64,
     /// `expected − frames`: lost anywhere (policer, buffer, network).
     pub lost: u64,
@@ -74,6 +75,9 @@ pub struct VatReport {
     pub delay: DelayStats,
     /// RFC 3550 interarrival jitter at the end, ms.
     pub jitter_ms: f64,
+    /// Whether the sender's [`super::End`] came: the session ended, not
+    /// the receiver's patience.
+    pub ended: bool,
     /// Per second.
     pub seconds: Vec<Second>,
 }
@@ -90,6 +94,8 @@ pub(crate) struct Tally {
     first_arrival_ns: Option<u64>,
     second_sums: Vec<f64>,
     channel_malformed: u64,
+    /// Frames the sender made, from its end message.
+    made: Option<u64>,
 }
 
 impl Tally {
@@ -125,6 +131,17 @@ impl Tally {
         self.second_sums[t] += transit as f64 / 1e6;
     }
 
+    /// The sender's end message: it made `made` frames.
+    pub(crate) fn end(&mut self, made: u64) {
+        self.report.ended = true;
+        self.made = Some(made);
+    }
+
+    /// Whether the sender's end message came.
+    pub(crate) fn ended(&self) -> bool {
+        self.report.ended
+    }
+
     /// A datagram that was not a frame.
     pub(crate) fn malformed(&mut self) {
         self.report.malformed += 1;
@@ -140,7 +157,11 @@ impl Tally {
     pub(crate) fn report(&self) -> VatReport {
         let mut r = self.report.clone();
         r.malformed += self.channel_malformed;
-        r.expected = self.seen.highest().map_or(0, |h| h.saturating_add(1));
+        r.expected = self
+            .seen
+            .highest()
+            .map_or(0, |h| h.saturating_add(1))
+            .max(self.made.unwrap_or(0));
         r.lost = r.expected.saturating_sub(r.frames);
         r.loss = r.lost as f64 / r.expected.max(1) as f64;
         r.delay = self.delays_ms.stats();
@@ -196,5 +217,13 @@ mod tests {
         assert!(r.jitter_ms > 0.0 && r.jitter_ms < 10.0, "{}", r.jitter_ms);
         assert_eq!(r.seconds.len(), 1);
         assert_eq!(r.seconds[0].frames, 8);
+        assert!(!r.ended);
+        // The sender made 12: the two after the last that arrived are lost
+        // too. An end message claiming fewer than arrived changes nothing.
+        t.end(12);
+        let r = t.report();
+        assert_eq!((r.expected, r.lost, r.ended), (12, 4, true));
+        t.end(3);
+        assert_eq!(t.report().expected, 10);
     }
 }
