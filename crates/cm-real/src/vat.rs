@@ -253,6 +253,12 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
     // judged): the end-to-end ratio also carries the network's queue,
     // which both senders meet alike.
     let buffer_p95_ratio = head.sender.p95_buffer_ms / fifo.sender.p95_buffer_ms.max(1e-9);
+    // What a full drop-from-head buffer's head waited, on average: the
+    // buffer's frames at the rate the policer let frames in. Drop-from-head
+    // bounds its wait by this span however long the CM stalls; a FIFO's
+    // wait grows with the stalls.
+    let admitted = head.sender.made.saturating_sub(head.sender.policed).max(1);
+    let span_ms = BUFFER as f64 * secs as f64 * 1e3 / admitted as f64;
     let mut csv = String::from("case,t_s,frames,mean_delay_ms\n");
     for ((label, _, _), c) in CASES.iter().zip(&cases) {
         for s in &c.receiver.seconds {
@@ -313,6 +319,9 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
             "cases": case_json,
             "head_p95_to_fifo_p95": p95_ratio,
             "head_buffer_p95_to_fifo_buffer_p95": buffer_p95_ratio,
+            "buffer_span_ms": span_ms,
+            "head_buffer_p95_to_span": head.sender.p95_buffer_ms / span_ms,
+            "fifo_buffer_p95_to_span": fifo.sender.p95_buffer_ms / span_ms,
             "head_rate_to_reno_mean": head_to_reno,
             "head_rate_to_fifo_rate": head_to_fifo,
             "cm_window": window,
@@ -340,7 +349,7 @@ pub fn run(opts: &RealOpts) -> Result<Output> {
         notes: vec![
             format!("Path: {} kbit/s, {} ms one way, a DropTail queue of {QUEUE_PACKETS} × 1500 bytes; {RENO_FLOWS} Linux Reno transfers (SACK) for {reno_secs} s, and the three vat senders at once for {secs} s from 2 s in: drop-from-head and FIFO on one embedded CM (one macroflow, AIMD, feedback from the receivers' CC-UDP acknowledgements), plain UDP beside them.", RATE_BPS / 1000, ONE_WAY.as_millis()),
             format!("vat: 160-byte frames every 20 ms (64 kbit/s; {WIRE_BYTES} bytes on the wire); buffer {BUFFER} frames; the CM senders police to their CM's rate averaged over 2 s."),
-            "Delay counts from the frame's making to its arrival: policer, buffer, CM, network. The network's queue (up to 240 ms here) is in all three; the buffers differ by what they keep when the CM cannot send: a full drop-from-head buffer holds the newest 8 frames the policer passed, a full FIFO the oldest, for 8 of the CM's send intervals. head_buffer_p95_to_fifo_buffer_p95 (reported, not judged) compares the senders' 95th-percentile waits in the buffer alone (sender.p95_buffer_ms).".into(),
+            "Delay counts from the frame's making to its arrival: policer, buffer, CM, network. The network's queue (up to 240 ms here) is in all three; the buffers differ by what they keep when the CM cannot send: a full drop-from-head buffer holds the newest 8 frames the policer passed, a full FIFO the oldest, for 8 of the CM's send intervals. head_buffer_p95_to_fifo_buffer_p95 (reported, not judged) compares the senders' 95th-percentile waits in the buffer alone (sender.p95_buffer_ms). buffer_span_ms: the buffer's frames at the rate the policer let frames in; *_buffer_p95_to_span: each sender's 95th-percentile wait in the buffer over it (drop-from-head's stays near 1, FIFO's grows with the CM's stalls).".into(),
             "head_rate_to_fifo_rate: both CM senders share one macroflow; drop-from-head must not buy its delay by sending more. head_rate_to_reno_mean (reported, not judged): the CM counts bytes, so a 204-byte-packet flow may send as many bytes as a Reno flow of 1500-byte packets, which on this path times out often.".into(),
         ],
         summary: vec![

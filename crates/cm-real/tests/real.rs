@@ -176,11 +176,13 @@ fn real_voip_proxies_hold_the_capacity_at_every_count() {
 /// vat beside Reno (cm-implementation-linux §3.6): sharing one macroflow,
 /// so with the same load and the same share, the drop-from-head buffer
 /// delays frames less than a FIFO of the same size (95th percentile and
-/// mean wait in the buffer) without sending more, and its 95th-percentile
-/// wait in the buffer, the part of the delay the policy decides, is at
-/// most half of FIFO's (0.38 to 0.48 in full and quick runs). The
-/// experiment's check on the whole one-way delay (drop-from-head's 95th
-/// percentile at most half of FIFO's) is reported by `cm experiment
+/// mean wait in the buffer) without sending more. The mechanism: a full
+/// drop-from-head buffer keeps the newest frames, so its 95th-percentile
+/// wait stays within 1.5 spans of the buffer at the policed arrival rate
+/// (0.99 to 1.15 in full and quick runs), while a FIFO keeps the oldest
+/// and its wait grows with the CM's stalls past 1.5 spans (2.0 to 2.9).
+/// The experiment's check on the whole one-way delay (drop-from-head's
+/// 95th percentile at most half of FIFO's) is reported by `cm experiment
 /// real-vat` and not asserted: the network's queue, about 267 ms at the
 /// 95th percentile, is in both delays, and full runs give 0.56 to 0.64
 /// (docs/apps.md). The macroflow's window is sampled while the senders
@@ -211,9 +213,11 @@ fn real_vat_drop_from_head_delays_less_than_a_fifo() {
         f(&head["sender"], "mean_buffer_ms") < f(&fifo["sender"], "mean_buffer_ms"),
         "{head:#?} {fifo:#?}"
     );
+    let m = &out.metrics;
     assert!(
-        f(&head["sender"], "p95_buffer_ms") <= 0.5 * f(&fifo["sender"], "p95_buffer_ms"),
-        "{head:#?} {fifo:#?}"
+        f(m, "head_buffer_p95_to_span") <= 1.5 && f(m, "fifo_buffer_p95_to_span") > 1.5,
+        "span {:.0} ms: {head:#?} {fifo:#?}",
+        f(m, "buffer_span_ms")
     );
     let w = &out.metrics["cm_window"];
     assert!(w["samples"].as_u64().unwrap() > 0, "{w}");
