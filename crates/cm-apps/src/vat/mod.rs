@@ -42,7 +42,7 @@ pub use frame::{END_BYTES, End, FRAME_HEADER, Frame};
 pub use policer::Policer;
 pub use receiver::{ReceiverConfig, VatReceiver};
 pub(crate) use sender::is_transient;
-pub use sender::{SenderReport, VatSender};
+pub use sender::{END_COPIES, END_WAIT, SenderReport, VatSender};
 pub use stats::{DelayStats, Second, VatReport};
 
 /// How the frames travel.
