@@ -56,11 +56,11 @@ pub fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
 pub fn threads_cpu_time(pid: u32) -> anyhow::Result<Duration> {
     let dir = format!("/proc/{pid}/task");
     let sum = std::fs::read_dir(&dir).ok().and_then(|tasks| {
-        let times: Vec<u64> = tasks
+        let (read, ns) = tasks
             .flatten()
             .filter_map(|t| schedstat_ns(&t.path().join("schedstat")))
-            .collect();
-        (!times.is_empty()).then(|| times.iter().sum::<u64>())
+            .fold((0u32, 0u64), |(n, sum), v| (n + 1, sum + v));
+        (read > 0).then_some(ns)
     });
     match sum {
         Some(ns) => Ok(Duration::from_nanos(ns)),

@@ -206,8 +206,9 @@ impl VatSender {
         });
         let Channel::Cm(c) = &mut self.channel else {
             if let (Channel::Udp(s), Some(e)) = (&self.channel, end) {
+                let bytes = e.encode();
                 for _ in 0..END_COPIES {
-                    match s.send(&e.encode()) {
+                    match s.send(&bytes) {
                         Ok(_) => {}
                         Err(e) if is_transient(&e) => {}
                         Err(e) => return Err(e.into()),
@@ -238,8 +239,7 @@ impl VatSender {
             waits.push(wait.as_micros() as f64 / 1e3);
             Some(frame)
         })?;
-        let ending = self.emptied.is_some_and(|t| t.elapsed() < END_WAIT);
-        if !self.buffer.is_empty() || ending && self.ends < END_COPIES {
+        if !self.buffer.is_empty() || ends_due(self.ends, self.emptied) {
             c.request(&mut cm)?;
         }
         Ok(())
@@ -251,9 +251,16 @@ impl VatSender {
         if !(self.done() && self.buffer.is_empty()) {
             return false;
         }
-        let since = *self.emptied.get_or_insert_with(Instant::now);
-        self.ends < END_COPIES && since.elapsed() < END_WAIT
+        self.emptied.get_or_insert_with(Instant::now);
+        ends_due(self.ends, self.emptied)
     }
+}
+
+/// End messages remain to be sent (`ends` of [`END_COPIES`]) and
+/// [`END_WAIT`] has not passed since the buffer was found empty at the end
+/// (`emptied`).
+fn ends_due(ends: u8, emptied: Option<Instant>) -> bool {
+    ends < END_COPIES && emptied.is_some_and(|t| t.elapsed() < END_WAIT)
 }
 
 /// Errors that lose one datagram, not the session.
@@ -290,7 +297,8 @@ impl Relay for VatSender {
     fn finished(&self) -> bool {
         self.done()
             && self.buffer.is_empty()
-            && (self.ends >= END_COPIES || self.emptied.is_some_and(|t| t.elapsed() >= END_WAIT))
+            && self.emptied.is_some()
+            && !ends_due(self.ends, self.emptied)
     }
 
     fn fds(&self) -> Vec<BorrowedFd<'_>> {
